@@ -1,0 +1,141 @@
+"""What the user chose: rule selection, severities, the device fixes write, suppressions."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from types import MappingProxyType
+
+from gpulens.analysis.model import Finding, Severity
+
+
+class ConfigError(ValueError):
+    """A `[tool.gpulens]` table or a setting the user wrote is not what we understand."""
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    # None selects every rule; codes may be prefixes ("GPU00" selects GPU001..GPU009)
+    select: frozenset[str] | None = None
+    ignore: frozenset[str] = frozenset()
+    severity: Mapping[str, Severity] = field(default_factory=lambda: MappingProxyType({}))
+    # what "Move to device" and the device fixes write when the file has no device variable
+    device: str = "cuda"
+    exclude: tuple[str, ...] = ()
+
+    def enabled(self, code: str) -> bool:
+        if any(code.startswith(prefix) for prefix in self.ignore):
+            return False
+        return self.select is None or any(code.startswith(prefix) for prefix in self.select)
+
+    def severity_of(self, code: str, default: Severity) -> Severity:
+        return self.severity.get(code, default)
+
+    def merged(self, **changes: object) -> Config:
+        return replace(self, **changes)  # type: ignore[arg-type]
+
+
+DEFAULT_CONFIG = Config()
+
+_CODE = re.compile(r"^GPU\d{0,3}$")
+
+
+def parse_codes(values: Iterable[str] | str | None, what: str) -> frozenset[str] | None:
+    """Codes from a setting or a `--select GPU001,GPU004` option; None when absent."""
+    if values is None:
+        return None
+    if isinstance(values, str):
+        values = [v for v in values.split(",")]
+    codes = frozenset(v.strip().upper() for v in values if v.strip())
+    bad = sorted(c for c in codes if not _CODE.match(c) and c != "ALL")
+    if bad:
+        raise ConfigError(f"{what}: {', '.join(bad)} is not a gpulens rule code (GPU001..GPU011)")
+    return None if "ALL" in codes else codes
+
+
+def parse_severities(table: Mapping[str, object] | None, what: str) -> Mapping[str, Severity]:
+    if not table:
+        return MappingProxyType({})
+    result: dict[str, Severity] = {}
+    for code, value in table.items():
+        try:
+            result[code.upper()] = Severity(str(value).lower())
+        except ValueError:
+            raise ConfigError(
+                f"{what}: severity of {code} must be one of error, warning, info, hint; "
+                f"got {value!r}"
+            ) from None
+    return MappingProxyType(result)
+
+
+def config_from_mapping(table: Mapping[str, object], what: str = "[tool.gpulens]") -> Config:
+    """Build a Config from `[tool.gpulens]` or the editor's `gpulens.rules` settings."""
+    known = {"select", "ignore", "severity", "device", "exclude", "extend-exclude"}
+    unknown = sorted(set(table) - known)
+    if unknown:
+        raise ConfigError(f"{what}: unknown key {', '.join(unknown)} (known: {', '.join(sorted(known))})")
+    select = parse_codes(table.get("select"), f"{what}.select")  # type: ignore[arg-type]
+    ignore = parse_codes(table.get("ignore"), f"{what}.ignore") or frozenset()  # type: ignore[arg-type]
+    severity = parse_severities(table.get("severity"), f"{what}.severity")  # type: ignore[arg-type]
+    device = table.get("device", "cuda")
+    if not isinstance(device, str) or not device:
+        raise ConfigError(f'{what}.device must be a device string such as "cuda:1"')
+    exclude = tuple(table.get("exclude", ())) + tuple(table.get("extend-exclude", ()))  # type: ignore[arg-type]
+    return Config(select=select, ignore=ignore, severity=severity, device=device, exclude=exclude)
+
+
+def find_pyproject(start: Path) -> Path | None:
+    """The nearest pyproject.toml at or above ``start`` that has a `[tool.gpulens]` table."""
+    here = start if start.is_dir() else start.parent
+    for folder in (here, *here.parents):
+        candidate = folder / "pyproject.toml"
+        if candidate.is_file():
+            try:
+                data = tomllib.loads(candidate.read_text(encoding="utf-8"))
+            except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+                continue
+            if "gpulens" in data.get("tool", {}):
+                return candidate
+    return None
+
+
+def load_config(start: Path) -> Config:
+    """Config from the nearest pyproject.toml with a `[tool.gpulens]` table, else defaults."""
+    path = find_pyproject(start)
+    if path is None:
+        return DEFAULT_CONFIG
+    data = tomllib.loads(path.read_text(encoding="utf-8"))
+    return config_from_mapping(data["tool"]["gpulens"], f"{path}: [tool.gpulens]")
+
+
+# `# gpulens: ignore` silences every rule on its line, `# gpulens: ignore[GPU001, GPU004]` some
+_SUPPRESSION = re.compile(r"#\s*gpulens:\s*ignore(?:\[(?P<codes>[A-Za-z0-9_,\s]*)\])?")
+
+
+def suppressions(lines: list[str]) -> dict[int, frozenset[str] | None]:
+    """Line (0-based) -> codes suppressed there; None means every code."""
+    found: dict[int, frozenset[str] | None] = {}
+    for index, line in enumerate(lines):
+        if "gpulens" not in line:
+            continue
+        match = _SUPPRESSION.search(line)
+        if match is None:
+            continue
+        codes = match.group("codes")
+        found[index] = (
+            None if codes is None else frozenset(c.strip().upper() for c in codes.split(",") if c.strip())
+        )
+    return found
+
+
+def is_suppressed(finding: Finding, table: Mapping[int, frozenset[str] | None]) -> bool:
+    # a finding spanning several lines may be silenced on its first or its last line
+    for line in {finding.span.line, finding.span.end_line}:
+        if line in table:
+            codes = table[line]
+            if codes is None or finding.code in codes:
+                return True
+    return False

@@ -1,0 +1,82 @@
+"""Notebooks: cells analysed as one program (names flow from earlier cells to later ones),
+findings mapped back to cell-relative positions."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import replace
+
+from gpulens.analysis.config import DEFAULT_CONFIG, Config
+from gpulens.analysis.engine import Analysis, analyze
+from gpulens.analysis.model import Edit, Finding, Fix, Span
+
+# cell magics whose body is Python: the magic line is blanked and the body analysed
+_PYTHON_CELL_MAGICS = {"time", "timeit", "capture", "gpulens", "prun", "debug", "memit"}
+_LINE_MAGIC = re.compile(r"^\s*(%|!|\?)|^\s*\w+\s*=\s*[%!]|\?\s*$")
+
+
+def python_view(cell: str) -> str:
+    """The cell with IPython syntax (magics, shell escapes, `obj?`) blanked, lines kept."""
+    lines = cell.split("\n")
+    first = lines[0].lstrip() if lines else ""
+    if first.startswith("%%"):
+        name = first[2:].split(maxsplit=1)[0] if len(first) > 2 else ""
+        if name not in _PYTHON_CELL_MAGICS:
+            return "\n" * (len(lines) - 1)
+        lines[0] = ""
+    return "\n".join("" if _LINE_MAGIC.match(line) else line for line in lines)
+
+
+def analyze_cells(cells: Sequence[str], config: Config = DEFAULT_CONFIG) -> list[Analysis]:
+    """One Analysis per cell, positions relative to the cell (line 0 = the cell's first line)."""
+    views = [python_view(cell) for cell in cells]
+    starts: list[int] = []
+    line = 0
+    for view in views:
+        starts.append(line)
+        line += view.count("\n") + 1
+    whole = analyze("\n".join(views), config)
+    per_cell: list[list[Finding]] = [[] for _ in cells]
+    for finding in whole.findings:
+        index = _cell_of(starts, finding.span.line)
+        offset = starts[index]
+        if finding.span.end_line - offset > views[index].count("\n"):
+            continue  # spans two cells: cannot be drawn in either
+        per_cell[index].append(_shift(finding, -offset, views[index].count("\n")))
+    problem_cell = None if whole.syntax_problem is None else _cell_of(starts, whole.syntax_problem.line)
+    return [
+        Analysis(
+            findings,
+            None
+            if index != problem_cell or whole.syntax_problem is None
+            else replace(whole.syntax_problem, line=whole.syntax_problem.line - starts[index]),
+        )
+        for index, findings in enumerate(per_cell)
+    ]
+
+
+def _cell_of(starts: list[int], line: int) -> int:
+    low, high = 0, len(starts) - 1
+    while low < high:
+        middle = (low + high + 1) // 2
+        if starts[middle] <= line:
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
+def _shift_span(span: Span, delta: int) -> Span:
+    return Span(span.line + delta, span.column, span.end_line + delta, span.end_column)
+
+
+def _shift(finding: Finding, delta: int, last_line: int) -> Finding:
+    fixes = tuple(
+        Fix(fix.title, tuple(Edit(_shift_span(e.span, delta), e.new_text) for e in fix.edits), fix.safe)
+        for fix in finding.fixes
+        # a fix that edits another cell (an import in the first cell, say) is left out: the
+        # client applies edits to this cell's text alone
+        if all(0 <= e.span.line + delta and e.span.end_line + delta <= last_line for e in fix.edits)
+    )
+    return replace(finding, span=_shift_span(finding.span, delta), fixes=fixes)

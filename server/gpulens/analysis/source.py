@@ -1,0 +1,159 @@
+"""Source text: tolerant parsing and the mapping from ``ast`` offsets to code points."""
+
+from __future__ import annotations
+
+import ast
+import re
+import warnings
+from dataclasses import dataclass
+
+from gpulens.analysis.model import Span
+
+# A half-typed file is repaired by blanking the statement the parser stopped at, a few
+# times over; past this many repairs the file is read one top-level block at a time.
+MAX_REPAIRS = 8
+
+
+@dataclass(frozen=True, slots=True)
+class SyntaxProblem:
+    message: str
+    line: int  # 0-based
+    column: int
+
+
+class SourceText:
+    """The text of one document, split in lines, with offset conversions."""
+
+    __slots__ = ("_ascii", "lines", "text")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.lines = text.splitlines(keepends=True) or [""]
+        if text.endswith(("\n", "\r")):
+            self.lines.append("")
+        self._ascii = [line.isascii() for line in self.lines]
+
+    def char_column(self, line: int, byte_column: int) -> int:
+        """Column in code points of a UTF-8 byte offset that ``ast`` reports (line 0-based)."""
+        if line >= len(self.lines) or self._ascii[line]:
+            return byte_column
+        return len(self.lines[line].encode("utf-8")[:byte_column].decode("utf-8", "replace"))
+
+    def span(self, node: ast.AST) -> Span:
+        start = node.lineno - 1  # type: ignore[attr-defined]
+        end = (node.end_lineno or node.lineno) - 1  # type: ignore[attr-defined]
+        return Span(
+            start,
+            self.char_column(start, node.col_offset),  # type: ignore[attr-defined]
+            end,
+            self.char_column(end, node.end_col_offset or 0),  # type: ignore[attr-defined]
+        )
+
+    def segment(self, span: Span) -> str:
+        if span.line == span.end_line:
+            return self.lines[span.line][span.column : span.end_column]
+        parts = [self.lines[span.line][span.column :]]
+        parts.extend(self.lines[span.line + 1 : span.end_line])
+        parts.append(self.lines[span.end_line][: span.end_column])
+        return "".join(parts)
+
+    def indentation(self, line: int) -> str:
+        text = self.lines[line] if line < len(self.lines) else ""
+        return text[: len(text) - len(text.lstrip(" \t"))]
+
+    def line_end(self, line: int) -> int:
+        """Column of the end of ``line``'s content (before its newline)."""
+        return len(self.lines[line].rstrip("\r\n"))
+
+
+_INDENT = re.compile(r"[ \t]*")
+
+
+def _blank_line(lines: list[str], index: int) -> None:
+    """Turn a line into ``pass`` at its indentation, so the block around it stays valid."""
+    line = lines[index]
+    ending = line[len(line.rstrip("\r\n")) :]
+    indent = _INDENT.match(line).group()  # type: ignore[union-attr]
+    lines[index] = (indent + "pass" if line.strip() else "") + ending
+
+
+def _parse(text: str) -> ast.Module:
+    with warnings.catch_warnings():
+        # invalid escape sequences in the user's strings are not our business
+        warnings.simplefilter("ignore")
+        return ast.parse(text, type_comments=False)
+
+
+def parse_tolerant(text: str) -> tuple[ast.Module, SyntaxProblem | None]:
+    """Parse ``text``; on a syntax error, parse what can be parsed.
+
+    Line numbers of the returned tree are those of ``text``. Never raises for any input
+    string: a file that cannot be read at all gives an empty module and the problem.
+    """
+    try:
+        return _parse(text), None
+    except SyntaxError as error:
+        first = _problem(error)
+    except (RecursionError, MemoryError, ValueError) as error:
+        return ast.Module(body=[], type_ignores=[]), SyntaxProblem(_describe(error), 0, 0)
+
+    lines = text.splitlines(keepends=True)
+    problem = first
+    for _ in range(MAX_REPAIRS):
+        _blank_statement(lines, _error_line(problem, len(lines)))
+        try:
+            return _parse("".join(lines)), first
+        except SyntaxError as error:
+            problem = _problem(error)
+        except (RecursionError, MemoryError, ValueError):
+            break
+    return _parse_blocks(text.splitlines(keepends=True)), first
+
+
+def _problem(error: SyntaxError) -> SyntaxProblem:
+    return SyntaxProblem(error.msg, max((error.lineno or 1) - 1, 0), max((error.offset or 1) - 1, 0))
+
+
+def _describe(error: BaseException) -> str:
+    if isinstance(error, RecursionError | MemoryError):
+        return "the code is nested too deeply to analyse"
+    return str(error) or type(error).__name__
+
+
+def _error_line(problem: SyntaxProblem, count: int) -> int:
+    return min(problem.line, max(count - 1, 0))
+
+
+def _blank_statement(lines: list[str], line: int) -> None:
+    """Blank the line the parser stopped at and the continuation lines of its statement."""
+    if not lines:
+        return
+    _blank_line(lines, line)
+    # a block header that lost its body makes the next indented lines invalid: blank them too
+    index = line + 1
+    base = len(_INDENT.match(lines[line]).group())  # type: ignore[union-attr]
+    while index < len(lines):
+        stripped = lines[index].strip()
+        if stripped and len(_INDENT.match(lines[index]).group()) <= base:  # type: ignore[union-attr]
+            break
+        if stripped:
+            _blank_line(lines, index)
+        index += 1
+
+
+def _parse_blocks(lines: list[str]) -> ast.Module:
+    """Parse each top-level block on its own and keep those that parse."""
+    body: list[ast.stmt] = []
+    starts = [
+        i
+        for i, line in enumerate(lines)
+        if line.strip() and not line[0].isspace() and not line.lstrip().startswith("#")
+    ]
+    starts.append(len(lines))
+    for begin, end in zip(starts, starts[1:], strict=False):
+        chunk = "\n" * begin + "".join(lines[begin:end])
+        try:
+            body.extend(_parse(chunk).body)
+        except (SyntaxError, RecursionError, MemoryError, ValueError):
+            continue
+    return ast.Module(body=body, type_ignores=[])

@@ -1,0 +1,55 @@
+"""`gpulens` entry point: a thin dispatcher; each subcommand lives in `gpulens.commands`.
+
+Subcommand modules expose ``HELP`` (one line), ``add_arguments(parser)`` and
+``run(args) -> int`` and import nothing heavy at module level, so `gpulens --help` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from gpulens import __version__
+
+SUBCOMMANDS = ("check", "serve", "status", "doctor", "profile")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="gpulens",
+        description="See and fix what your Python code does to the GPU.",
+    )
+    parser.add_argument("--version", action="version", version=f"gpulens {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in SUBCOMMANDS:
+        try:
+            module = importlib.import_module(f"gpulens.commands.{name}")
+        except ModuleNotFoundError as error:
+            if error.name != f"gpulens.commands.{name}":
+                raise
+            continue  # a subcommand that is not part of this build
+        command = sub.add_parser(name, help=module.HELP, description=module.HELP)
+        module.add_arguments(command)
+        command.set_defaults(run=module.run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "run", None):
+        parser.print_help(sys.stderr)
+        return 2
+    try:
+        return int(args.run(args) or 0)
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:  # `gpulens check . | head`
+        sys.stderr.close()
+        return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

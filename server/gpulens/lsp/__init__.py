@@ -1,0 +1,1 @@
+"""The language server: translates LSP to the pure layers and back, and nothing else."""
