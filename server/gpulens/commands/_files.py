@@ -1,0 +1,171 @@
+"""Which files `gpulens check` reads: named files always, directories walked for `*.py` and
+`*.ipynb`, minus what `.gitignore` files, the default skips and exclude patterns leave out."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pathspec
+
+SOURCE_SUFFIXES = (".py", ".ipynb")
+# folders that hold someone else's code, caches or build output; skipped unless named
+DEFAULT_SKIPS = frozenset(
+    {
+        ".git",
+        ".hg",
+        ".svn",
+        ".venv",
+        "venv",
+        "node_modules",
+        "__pycache__",
+        "build",
+        "dist",
+        ".tox",
+        ".nox",
+        "site-packages",
+        ".mypy_cache",
+        ".ruff_cache",
+        ".pytest_cache",
+    }
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Patterns:
+    """Gitignore-style patterns anchored at ``base``, an absolute folder."""
+
+    base: Path
+    spec: pathspec.GitIgnoreSpec
+
+    @staticmethod
+    def of(lines: Sequence[str], base: Path) -> Patterns | None:
+        spec = pathspec.GitIgnoreSpec.from_lines(lines)
+        return Patterns(base, spec) if len(spec) else None
+
+    def verdict(self, absolute: Path, is_dir: bool) -> bool | None:
+        """True: excluded, False: re-included by a `!` pattern, None: no pattern matches."""
+        try:
+            relative = absolute.relative_to(self.base).as_posix()
+        except ValueError:
+            return None
+        return self.spec.check_file(relative + ("/" if is_dir else "")).include
+
+
+# folder (absolute) -> the exclude patterns that apply there (config and --exclude)
+ExcludeLookup = Callable[[Path], tuple[Patterns, ...]]
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    path: Path  # as the user will see it: the argument joined with the walked names
+    absolute: Path
+
+
+@dataclass(slots=True)
+class Discovery:
+    files: list[Target] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)  # named paths that do not exist
+
+
+def discover(
+    arguments: Sequence[str], excludes_for: ExcludeLookup, force_exclude: bool = False
+) -> Discovery:
+    """Files to check, in a stable order, each once.
+
+    Named files are checked even when ignored or excluded, unless ``force_exclude`` (pre-commit
+    names every staged file, and excluded ones should stay quiet there too).
+    """
+    result = Discovery()
+    seen: set[Path] = set()
+    for argument in arguments:
+        path = Path(os.path.normpath(argument))
+        absolute = path.resolve()
+        if absolute.is_dir():
+            found: Iterator[Target] = _walk(path, absolute, excludes_for)
+        elif absolute.is_file():
+            if force_exclude and _excluded(absolute, False, excludes_for(absolute.parent)):
+                continue
+            found = iter([Target(path, absolute)])
+        else:
+            result.missing.append(argument)
+            continue
+        for target in found:
+            if target.absolute not in seen:
+                seen.add(target.absolute)
+                result.files.append(target)
+    return result
+
+
+def _walk(root: Path, absolute: Path, excludes_for: ExcludeLookup) -> Iterator[Target]:
+    yield from _walk_folder(root, absolute, _ancestor_ignores(absolute), excludes_for)
+
+
+def _walk_folder(
+    folder: Path, absolute: Path, ignores: list[Patterns], excludes_for: ExcludeLookup
+) -> Iterator[Target]:
+    own = _read_ignore_file(absolute / ".gitignore", absolute)
+    if own is not None:
+        ignores = [*ignores, own]
+    excludes = excludes_for(absolute)
+    try:
+        entries = sorted(os.scandir(absolute), key=lambda e: e.name)
+    except OSError:
+        return  # a folder we may not list holds nothing we can check
+    for entry in entries:
+        child = absolute / entry.name
+        if entry.is_dir(follow_symlinks=False):
+            if entry.name in DEFAULT_SKIPS or _ignored(child, True, ignores, excludes):
+                continue
+            yield from _walk_folder(folder / entry.name, child, ignores, excludes_for)
+        elif (
+            entry.name.endswith(SOURCE_SUFFIXES)
+            and entry.is_file()
+            and not _ignored(child, False, ignores, excludes)
+        ):
+            yield Target(folder / entry.name, child)
+
+
+def _excluded(absolute: Path, is_dir: bool, excludes: tuple[Patterns, ...]) -> bool:
+    return any(p.verdict(absolute, is_dir) for p in excludes)
+
+
+def _ignored(
+    absolute: Path, is_dir: bool, ignores: list[Patterns], excludes: tuple[Patterns, ...]
+) -> bool:
+    if _excluded(absolute, is_dir, excludes):
+        return True
+    # as git does: the deepest .gitignore with a matching pattern decides
+    verdict = False
+    for level in ignores:
+        found = level.verdict(absolute, is_dir)
+        if found is not None:
+            verdict = found
+    return verdict
+
+
+def _read_ignore_file(path: Path, base: Path) -> Patterns | None:
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    return Patterns.of(text.splitlines(), base)
+
+
+def _ancestor_ignores(root: Path) -> list[Patterns]:
+    """`.git/info/exclude` and the `.gitignore` files above ``root`` up to its repository's
+    top: a walk of `src/` still honours the top-level `.gitignore`."""
+    chain: list[Path] = []
+    for folder in (root, *root.parents):
+        if folder != root:
+            chain.append(folder)
+        if (folder / ".git").exists():
+            top = folder
+            break
+    else:
+        return []  # not in a repository: only the .gitignore files inside root count
+    levels = [_read_ignore_file(top / ".git" / "info" / "exclude", top)]
+    levels.extend(_read_ignore_file(folder / ".gitignore", folder) for folder in reversed(chain))
+    return [level for level in levels if level is not None]

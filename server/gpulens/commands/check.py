@@ -1,0 +1,344 @@
+"""`gpulens check`: report GPU performance pitfalls in files, folders and notebooks; `--fix`."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tomllib
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
+
+if TYPE_CHECKING:  # the analysis is imported when the command runs, not by `gpulens --help`
+    from gpulens.analysis import Config
+    from gpulens.commands._check_file import FileResult, Job
+    from gpulens.commands._files import Patterns
+
+HELP = "Report GPU performance pitfalls in Python files and notebooks (and fix them with --fix)."
+
+_EPILOG = """\
+output:
+  text   one line per finding: PATH:LINE:COL: CODE message (1-based; [*] marks a fix that
+         --fix applies), then a summary line. In notebooks the position is inside the cell:
+         NB.ipynb:cell N:LINE:COL, where N counts every cell of the notebook (code and
+         markdown) from 1, as the notebook shows them from top to bottom.
+  json   one array of {path, cell (notebooks only), line, column, end_line, end_column, code,
+         severity, message, fixes: [{title, safe, edits: [{line, column, end_line,
+         end_column, new_text}]}]}, 1-based, sorted by path, cell, line, column, code.
+
+Syntax errors are reported on stderr; the parts of the file that parse are still checked.
+exit status: 0 no finding of severity warning or error, 1 some, 2 usage, configuration or
+file error. Settings come from [tool.gpulens] in the nearest pyproject.toml; options win.
+"""
+
+# Worker processes pay off once the files are many. Measured on 2 cores with the ~12k-line
+# timm corpus (benchmarks/check_vs_torchfix.py), whole process: see PARALLEL_MIN_FILES' note.
+PARALLEL_MIN_FILES = 16
+# Files per task sent to a worker: large enough that pickling is not per file, small enough
+# that one slow file does not leave the other workers idle at the end.
+_CHUNKS_PER_WORKER = 4
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.epilog = _EPILOG
+    parser.add_argument(
+        "paths",
+        nargs="*",
+        metavar="PATH",
+        help="files or folders to check (default: .); folders are searched for *.py and "
+        "*.ipynb, honouring .gitignore; - reads stdin",
+    )
+    parser.add_argument("--format", choices=("text", "json"), default="text")
+    parser.add_argument("--select", metavar="CODES", help="comma-separated codes or prefixes")
+    parser.add_argument("--ignore", metavar="CODES", help="comma-separated codes or prefixes")
+    parser.add_argument(
+        "--fix", action="store_true", help="apply the safe fixes and write the files back"
+    )
+    parser.add_argument("--explain", metavar="CODE", help="describe a rule and exit")
+    parser.add_argument(
+        "--exclude",
+        action="append",
+        default=[],
+        metavar="PATTERN",
+        help="gitignore-style pattern of paths to skip, adding to [tool.gpulens] exclude "
+        "(repeat or comma-separate)",
+    )
+    parser.add_argument(
+        "--force-exclude",
+        action="store_true",
+        help="skip excluded files even when named on the command line (for pre-commit)",
+    )
+    parser.add_argument(
+        "--stdin-filename", metavar="NAME", help="the name to show and configure stdin's text by"
+    )
+
+
+class UsageError(Exception):
+    """A bad option or setting: printed as one sentence, exit status 2."""
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        if args.explain:
+            return _explain(args.explain, sys.stdout)
+        return _check(args)
+    except UsageError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+
+
+# ---- --explain ------------------------------------------------------------------------------
+
+
+def _explain(code: str, out: TextIO) -> int:
+    from gpulens.analysis.rules import RULES
+
+    rule = RULES.get(code.strip().upper())
+    if rule is None:
+        known = ", ".join(sorted(RULES)) or "none are registered in this build"
+        raise UsageError(f"{code} is not a gpulens rule code; known codes: {known}")
+    out.write(f"{rule.code}: {rule.name} ({rule.severity})\n\n{rule.summary}\n\n{rule.doc}\n")
+    return 0
+
+
+# ---- configuration --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Options:
+    select: str | None
+    ignore: str | None
+
+
+class _Settings:
+    """Config and exclude patterns per folder: the nearest `[tool.gpulens]`, then the options."""
+
+    def __init__(self, options: _Options, excludes: Sequence[str], cwd: Path) -> None:
+        from gpulens.commands._files import Patterns
+
+        self._options = options
+        patterns = [p.strip() for value in excludes for p in value.split(",") if p.strip()]
+        self._cli_excludes = Patterns.of(patterns, cwd)
+        self._by_folder: dict[Path, tuple[Config, tuple[Patterns, ...]]] = {}
+        self._by_file: dict[Path | None, tuple[Config, tuple[Patterns, ...]]] = {}
+
+    def for_folder(self, folder: Path) -> tuple[Config, tuple[Patterns, ...]]:
+        if folder not in self._by_folder:
+            self._by_folder[folder] = self._for_pyproject(_find_pyproject(folder))
+        return self._by_folder[folder]
+
+    def excludes(self, folder: Path) -> tuple[Patterns, ...]:
+        return self.for_folder(folder)[1]
+
+    def _for_pyproject(self, pyproject: Path | None) -> tuple[Config, tuple[Patterns, ...]]:
+        if pyproject not in self._by_file:
+            from gpulens.analysis import DEFAULT_CONFIG
+            from gpulens.commands._files import Patterns
+
+            base = DEFAULT_CONFIG if pyproject is None else _load(pyproject)
+            config = _with_options(base, self._options)
+            found = None if pyproject is None else Patterns.of(config.exclude, pyproject.parent)
+            patterns = tuple(p for p in (found, self._cli_excludes) if p is not None)
+            self._by_file[pyproject] = (config, patterns)
+        return self._by_file[pyproject]
+
+
+def _find_pyproject(folder: Path) -> Path | None:
+    """The nearest pyproject.toml that mentions `[tool.gpulens]`, as `load_config` finds it,
+    except that one that does not parse is an error here rather than skipped silently."""
+    for candidate_folder in (folder, *folder.parents):
+        candidate = candidate_folder / "pyproject.toml"
+        try:
+            text = candidate.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        if "gpulens" not in text:
+            continue  # most projects: no TOML parse needed
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as error:
+            raise UsageError(
+                f"{candidate} is not valid TOML ({error}); fix it so that its [tool.gpulens] "
+                "settings can be read"
+            ) from None
+        if "gpulens" in data.get("tool", {}):
+            return candidate
+    return None
+
+
+def _load(pyproject: Path) -> Config:
+    from gpulens.analysis.config import ConfigError, config_from_mapping
+
+    data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
+    table = data["tool"]["gpulens"]
+    what = f"{pyproject}: [tool.gpulens]"
+    try:
+        if not isinstance(table, dict):
+            raise ConfigError(f"{what} must be a table")
+        for key in ("exclude", "extend-exclude"):
+            value = table.get(key, [])
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                raise ConfigError(f"{what}.{key} must be a list of path patterns")
+        config = config_from_mapping(table, what)
+    except (ConfigError, TypeError, AttributeError) as error:
+        raise UsageError(f"{error}; correct the setting in {pyproject}") from None
+    return replace(config, severity=dict(config.severity))  # picklable for worker processes
+
+
+def _with_options(config: Config, options: _Options) -> Config:
+    """As ruff does: `--select` starts the selection afresh (the config's select and ignore
+    no longer count), `--ignore` alone adds to the config's ignore."""
+    select = _codes(options.select, "--select")
+    ignore = _codes(options.ignore, "--ignore")
+    if options.select is not None:
+        return config.merged(select=select, ignore=ignore or frozenset())
+    if options.ignore is not None:
+        return config.merged(ignore=config.ignore | (ignore or frozenset()))
+    return config
+
+
+def _codes(value: str | None, what: str) -> frozenset[str] | None:
+    from gpulens.analysis.config import ConfigError, parse_codes
+    from gpulens.analysis.rules import RULES
+
+    try:
+        codes = parse_codes(value, what)
+    except ConfigError as error:
+        raise UsageError(f"{error}; see `gpulens check --explain CODE`") from None
+    unknown = sorted(c for c in codes or () if RULES and not any(r.startswith(c) for r in RULES))
+    if unknown:
+        raise UsageError(
+            f"{what}: {', '.join(unknown)} names no gpulens rule; known codes: "
+            f"{', '.join(sorted(RULES))}"
+        )
+    return codes
+
+
+# ---- checking -------------------------------------------------------------------------------
+
+
+def _check(args: argparse.Namespace) -> int:
+    cwd = Path.cwd()
+    options = _Options(args.select, args.ignore)
+    _with_options(_default_config(), options)  # bad codes are a usage error before any work
+    settings = _Settings(options, args.exclude, cwd)
+    paths = args.paths or ["."]
+    if "-" in paths:
+        if len(paths) > 1:
+            raise UsageError("- (stdin) cannot be combined with other paths; check them apart")
+        return _check_stdin(args, settings, cwd)
+
+    from gpulens.commands._files import discover
+
+    found = discover(paths, settings.excludes, force_exclude=args.force_exclude)
+    for missing in found.missing:
+        print(f"error: {missing}: no such file or folder; check the path", file=sys.stderr)
+    jobs = [_job(str(t.path), str(t.absolute), settings, args.fix) for t in found.files]
+    if not jobs and not found.missing:
+        print("warning: no Python files or notebooks found under the given paths", file=sys.stderr)
+    results = run_jobs(jobs)
+    status = _report(results, args, sys.stdout)
+    return 2 if found.missing else status
+
+
+def _default_config() -> Config:
+    from gpulens.analysis import DEFAULT_CONFIG
+
+    return DEFAULT_CONFIG
+
+
+def _job(shown: str, absolute: str | None, settings: _Settings, fix: bool) -> Job:
+    from gpulens.commands._check_file import Job
+
+    folder = Path(absolute).parent if absolute else Path.cwd()
+    config, _ = settings.for_folder(folder)
+    return Job(shown, absolute, config, fix, shown.endswith(".ipynb"))
+
+
+def _check_stdin(args: argparse.Namespace, settings: _Settings, cwd: Path) -> int:
+    from gpulens.commands._check_file import check_file
+
+    name = args.stdin_filename or "-"
+    data = sys.stdin.buffer.read()
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        raise UsageError(
+            f"{name}: stdin is not valid UTF-8 (byte 0x{data[error.start]:02x} at offset "
+            f"{error.start}); send UTF-8 text"
+        ) from None
+    absolute = (cwd / name).resolve() if args.stdin_filename else cwd / "-"
+    config, _ = settings.for_folder(absolute.parent)
+    from gpulens.commands._check_file import Job
+
+    result = check_file(Job(name, None, config, args.fix, name.endswith(".ipynb"), text))
+    if args.fix and result.fixed_text is not None:
+        # the fixed text goes to stdout, as editors and formatters expect; the report to stderr
+        sys.stdout.write(result.fixed_text)
+        return _report([result], args, sys.stderr)
+    return _report([result], args, sys.stdout)
+
+
+def run_jobs(jobs: Sequence[Job], workers: int | None = None) -> list[FileResult]:
+    """Check every job, in worker processes when there are enough files to pay for them."""
+    from gpulens.commands._check_file import check_file, check_files
+
+    if workers is None:
+        workers = _worker_count(len(jobs))
+    if workers <= 1:
+        return [check_file(job) for job in jobs]
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    # fork: the workers start with the analysis already imported (a fresh interpreter would
+    # pay gpulens' import again in each); this process runs no threads to inherit
+    methods = multiprocessing.get_all_start_methods()
+    context = multiprocessing.get_context("fork" if "fork" in methods else None)
+    size = max(1, -(-len(jobs) // (workers * _CHUNKS_PER_WORKER)))
+    chunks = [list(jobs[i : i + size]) for i in range(0, len(jobs), size)]
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+        return [result for chunk in pool.map(check_files, chunks) for result in chunk]
+
+
+def _worker_count(files: int) -> int:
+    if files < PARALLEL_MIN_FILES:
+        return 1
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # macOS, Windows
+        cpus = os.cpu_count() or 1
+    return max(1, min(cpus, files // PARALLEL_MIN_FILES * 2))
+
+
+def _report(results: Sequence[FileResult], args: argparse.Namespace, out: TextIO) -> int:
+    from gpulens.commands import _output
+
+    failed = False
+    for result in sorted(results, key=lambda r: r.path):
+        if result.error:
+            print(f"error: {result.error}", file=sys.stderr)
+            failed = True
+        for cell, problem in result.syntax_problems:
+            place = _output.where(result.path, cell, problem.line, problem.column)
+            print(
+                f"{place}: syntax error: {problem.message} (checked the parts that parse)",
+                file=sys.stderr,
+            )
+        for note in result.notes:
+            print(f"warning: {result.path}: {note}", file=sys.stderr)
+    findings = _output.ordered(results)
+    if args.format == "json":
+        _output.write_json(findings, out)
+    else:
+        _output.write_text(findings, out)
+        fixed = sum(r.fixed for r in results)
+        closing = _output.summary(findings, fixed, args.fix)
+        if failed and not findings:
+            closing = "No problems found in the files that could be read."
+        out.write(closing + "\n")
+    if failed:
+        return 2
+    return 1 if any(located.finding.severity.blocks for _, located in findings) else 0
