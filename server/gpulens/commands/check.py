@@ -185,7 +185,7 @@ def _load(pyproject: Path) -> Config:
         config = config_from_mapping(table, what)
     except (ConfigError, TypeError, AttributeError) as error:
         raise UsageError(f"{error}; correct the setting in {pyproject}") from None
-    return replace(config, severity=dict(config.severity))  # picklable for worker processes
+    return config
 
 
 def _with_options(config: Config, options: _Options) -> Config:
@@ -297,10 +297,24 @@ def run_jobs(jobs: Sequence[Job], workers: int | None = None) -> list[FileResult
     # pay gpulens' import again in each); this process runs no threads to inherit
     methods = multiprocessing.get_all_start_methods()
     context = multiprocessing.get_context("fork" if "fork" in methods else None)
+    jobs = _picklable(jobs)
     size = max(1, -(-len(jobs) // (workers * _CHUNKS_PER_WORKER)))
     chunks = [list(jobs[i : i + size]) for i in range(0, len(jobs), size)]
     with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
         return [result for chunk in pool.map(check_files, chunks) for result in chunk]
+
+
+def _picklable(jobs: Sequence[Job]) -> list[Job]:
+    """Config's severity table is a read-only mapping proxy, which pickle refuses: hand the
+    workers a plain dict (each distinct config converted once)."""
+    converted: dict[int, Config] = {}
+    result = []
+    for job in jobs:
+        key = id(job.config)
+        if key not in converted:
+            converted[key] = replace(job.config, severity=dict(job.config.severity))
+        result.append(replace(job, config=converted[key]))
+    return result
 
 
 def _worker_count(files: int) -> int:
