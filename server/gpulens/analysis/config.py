@@ -76,7 +76,9 @@ def config_from_mapping(table: Mapping[str, object], what: str = "[tool.gpulens]
     known = {"select", "ignore", "severity", "device", "exclude", "extend-exclude"}
     unknown = sorted(set(table) - known)
     if unknown:
-        raise ConfigError(f"{what}: unknown key {', '.join(unknown)} (known: {', '.join(sorted(known))})")
+        raise ConfigError(
+            f"{what}: unknown key {', '.join(unknown)} (known: {', '.join(sorted(known))})"
+        )
     select = parse_codes(table.get("select"), f"{what}.select")  # type: ignore[arg-type]
     ignore = parse_codes(table.get("ignore"), f"{what}.ignore") or frozenset()  # type: ignore[arg-type]
     severity = parse_severities(table.get("severity"), f"{what}.severity")  # type: ignore[arg-type]
@@ -126,7 +128,9 @@ def suppressions(lines: list[str]) -> dict[int, frozenset[str] | None]:
             continue
         codes = match.group("codes")
         found[index] = (
-            None if codes is None else frozenset(c.strip().upper() for c in codes.split(",") if c.strip())
+            None
+            if codes is None
+            else frozenset(c.strip().upper() for c in codes.split(",") if c.strip())
         )
     return found
 

@@ -44,7 +44,9 @@ def analyze_cells(cells: Sequence[str], config: Config = DEFAULT_CONFIG) -> list
         if finding.span.end_line - offset > views[index].count("\n"):
             continue  # spans two cells: cannot be drawn in either
         per_cell[index].append(_shift(finding, -offset, views[index].count("\n")))
-    problem_cell = None if whole.syntax_problem is None else _cell_of(starts, whole.syntax_problem.line)
+    problem_cell = (
+        None if whole.syntax_problem is None else _cell_of(starts, whole.syntax_problem.line)
+    )
     return [
         Analysis(
             findings,
@@ -73,10 +75,14 @@ def _shift_span(span: Span, delta: int) -> Span:
 
 def _shift(finding: Finding, delta: int, last_line: int) -> Finding:
     fixes = tuple(
-        Fix(fix.title, tuple(Edit(_shift_span(e.span, delta), e.new_text) for e in fix.edits), fix.safe)
+        Fix(
+            fix.title,
+            tuple(Edit(_shift_span(e.span, delta), e.new_text) for e in fix.edits),
+            fix.safe,
+        )
         for fix in finding.fixes
         # a fix that edits another cell (an import in the first cell, say) is left out: the
         # client applies edits to this cell's text alone
-        if all(0 <= e.span.line + delta and e.span.end_line + delta <= last_line for e in fix.edits)
+        if all(e.span.line + delta >= 0 and e.span.end_line + delta <= last_line for e in fix.edits)
     )
     return replace(finding, span=_shift_span(finding.span, delta), fixes=fixes)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import itertools
 import re
 import warnings
 from dataclasses import dataclass
@@ -111,7 +112,9 @@ def parse_tolerant(text: str) -> tuple[ast.Module, SyntaxProblem | None]:
 
 
 def _problem(error: SyntaxError) -> SyntaxProblem:
-    return SyntaxProblem(error.msg, max((error.lineno or 1) - 1, 0), max((error.offset or 1) - 1, 0))
+    return SyntaxProblem(
+        error.msg, max((error.lineno or 1) - 1, 0), max((error.offset or 1) - 1, 0)
+    )
 
 
 def _describe(error: BaseException) -> str:
@@ -150,7 +153,7 @@ def _parse_blocks(lines: list[str]) -> ast.Module:
         if line.strip() and not line[0].isspace() and not line.lstrip().startswith("#")
     ]
     starts.append(len(lines))
-    for begin, end in zip(starts, starts[1:], strict=False):
+    for begin, end in itertools.pairwise(starts):
         chunk = "\n" * begin + "".join(lines[begin:end])
         try:
             body.extend(_parse(chunk).body)

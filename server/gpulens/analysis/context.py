@@ -1,0 +1,163 @@
+"""What a rule sees while the walker stands on a node: values, loops, the statement, and
+a way to report."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from gpulens.analysis.config import Config
+from gpulens.analysis.model import Finding, Fix, Span
+from gpulens.analysis.rules.registry import Rule
+from gpulens.analysis.source import SourceText
+from gpulens.analysis.symbols import Imports, Kind, Scope, Value
+from gpulens.analysis.values import Evaluator
+
+
+@dataclass(slots=True)
+class Loop:
+    """A loop the walker is inside: a `for`, a `while`, a comprehension, or the body of a
+    function that the file calls from inside a loop."""
+
+    node: ast.AST
+    line: int  # 0-based line of the loop header (or of the call)
+    targets: frozenset[str]  # names the loop binds per iteration
+    iterates: Value | None  # what it iterates: a loader, a GPU array, …
+    # inside a periodic guard (`if step % 100 == 0`) or a branch that leaves the loop
+    guarded: bool = False
+    called_from: str | None = None  # "train_step() is called in the loop at line 42"
+    statement: ast.stmt | None = None  # the loop statement (None for comprehensions)
+    # the statement list holding the loop statement, and its index there
+    block: tuple[list[ast.stmt], int] | None = None
+
+    @property
+    def over_loader(self) -> bool:
+        return self.iterates is not None and self.iterates.kind in (Kind.LOADER, Kind.BATCH)
+
+    def describe(self) -> str:
+        if self.called_from:
+            return self.called_from
+        return f"the loop at line {self.line + 1}"
+
+
+@dataclass(slots=True)
+class ModuleFacts:
+    """What the whole file does, for rules that decide at its end (GPU005, GPU010)."""
+
+    uses_gpu: bool = False
+    reduced_precision: bool = False
+    device_names: set[str] = field(default_factory=set)  # top-level device variables
+
+
+class Context:
+    __slots__ = (
+        "_deferred",
+        "config",
+        "evaluator",
+        "facts",
+        "findings",
+        "function",
+        "imports",
+        "loops",
+        "source",
+        "statement",
+        "statements",
+        "tree",
+    )
+
+    def __init__(self, source: SourceText, config: Config, tree: ast.Module) -> None:
+        self.tree = tree
+        self.source = source
+        self.config = config
+        self.imports = Imports()
+        self.evaluator = Evaluator(self.imports, Scope("module", "<module>"))
+        self.facts = ModuleFacts()
+        self.findings: list[Finding] = []
+        self.loops: list[Loop] = []
+        self.statement: ast.stmt | None = None
+        # the statement list the current statement belongs to, and its index there
+        self.statements: tuple[list[ast.stmt], int] | None = None
+        self.function: ast.FunctionDef | ast.AsyncFunctionDef | None = None
+        self._deferred: list[Callable[[Context], None]] = []
+
+    # -- values -------------------------------------------------------------------------
+
+    @property
+    def scope(self) -> Scope:
+        return self.evaluator.scope
+
+    def value(self, node: ast.expr | None) -> Value | None:
+        return self.evaluator.value(node)
+
+    def on_gpu(self, node: ast.expr | None) -> bool:
+        return self.evaluator.on_gpu(node)
+
+    def qualname(self, node: ast.expr) -> str | None:
+        return self.imports.qualname(node)
+
+    # -- loops --------------------------------------------------------------------------
+
+    @property
+    def loop(self) -> Loop | None:
+        return self.loops[-1] if self.loops else None
+
+    @property
+    def hot_loop(self) -> Loop | None:
+        """The innermost loop when the current node runs on every one of its iterations."""
+        loop = self.loop
+        return None if loop is None or loop.guarded else loop
+
+    def loop_binding(self, node: ast.AST) -> Loop | None:
+        """The innermost hot loop whose per-iteration names ``node`` uses."""
+        loop = self.hot_loop
+        if loop is None or not loop.targets:
+            return None
+        names = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+        return loop if names & loop.targets else None
+
+    # -- reporting ----------------------------------------------------------------------
+
+    def span(self, node: ast.AST) -> Span:
+        return self.source.span(node)
+
+    def text(self, node: ast.AST) -> str:
+        return self.source.segment(self.source.span(node))
+
+    def report(
+        self, rule: Rule, node: ast.AST | Span, message: str, fixes: tuple[Fix, ...] = ()
+    ) -> None:
+        if not self.config.enabled(rule.code):
+            return
+        span = node if isinstance(node, Span) else self.source.span(node)
+        self.findings.append(Finding(rule.code, rule.severity, message, span, fixes))
+
+    def at_end(self, callback: Callable[[Context], None]) -> None:
+        """Run ``callback`` once the whole file has been walked."""
+        self._deferred.append(callback)
+
+    def finish(self) -> None:
+        for callback in self._deferred:
+            callback(self)
+        self._deferred.clear()
+
+    # -- spelling -----------------------------------------------------------------------
+
+    def spelled(self, qualified: str, default: str) -> str | None:
+        """How the file refers to a module (`cp` for cupy); None when it is not imported."""
+        local = self.imports.local_name(qualified)
+        return local if local is not None else (default if self.imports.uses(default) else None)
+
+    def device_variable(self) -> str | None:
+        """A name in scope that holds the GPU device the program chose."""
+        scope: Scope | None = self.scope
+        while scope is not None:
+            for name, value in scope.bindings.items():
+                if value is not None and value.kind is Kind.DEVICE and "." not in name:
+                    return name
+            scope = scope.parent
+        if self.function is not None:
+            for argument in self.function.args.args + self.function.args.kwonlyargs:
+                if argument.arg in ("device", "dev"):
+                    return argument.arg
+        return None

@@ -1,0 +1,157 @@
+"""What the analysis knows of torch, CuPy, JAX and Numba: names, by fully qualified path.
+
+Plain data, so that adding an API is a one-line change reviewed in one place.
+"""
+
+from __future__ import annotations
+
+import re
+
+# torch factories that make a new tensor on the CPU unless given `device=`
+TORCH_FACTORIES = frozenset(
+    f"torch.{name}"
+    for name in [
+        "randn",
+        "rand",
+        "randint",
+        "randperm",
+        "zeros",
+        "ones",
+        "empty",
+        "full",
+        "arange",
+        "linspace",
+        "logspace",
+        "eye",
+        "tensor",
+        "as_tensor",
+        "normal",
+        "bernoulli",
+        "multinomial",
+        "tril_indices",
+        "triu_indices",
+    ]
+)
+# factories whose arguments are data, not shapes: GPU003 only fires for literal data
+TORCH_DATA_FACTORIES = frozenset({"torch.tensor", "torch.as_tensor"})
+TORCH_LIKE_FACTORIES = frozenset(
+    f"torch.{n}_like" for n in ["zeros", "ones", "empty", "full", "rand", "randn", "randint"]
+)
+
+# methods whose result lives on the host (or is not an array at all)
+HOST_RESULT_METHODS = frozenset(
+    [
+        "item",
+        "tolist",
+        "cpu",
+        "numpy",
+        "size",
+        "dim",
+        "numel",
+        "nelement",
+        "element_size",
+        "data_ptr",
+        "stride",
+        "is_contiguous",
+        "get_device",
+        "get",
+        "asnumpy",
+        "copy_to_host",
+        "__len__",
+        "storage_offset",
+        "is_floating_point",
+        "is_complex",
+    ]
+)
+# attributes of an array that are host metadata
+HOST_ATTRIBUTES = frozenset(
+    ["shape", "dtype", "device", "ndim", "is_cuda", "layout", "nbytes", "itemsize", "size"]
+)
+# attributes of an array that are arrays on the same device
+ARRAY_ATTRIBUTES = frozenset(["T", "mT", "H", "mH", "data", "grad", "real", "imag"])
+# methods that return nothing useful (or the receiver changed in place)
+EFFECT_METHODS = frozenset(["backward", "record_stream", "synchronize", "block_until_ready"])
+
+# calls that hand a value to the host and wait for the GPU (GPU001)
+SYNC_METHODS = frozenset({"item", "tolist", "cpu", "numpy"})
+SYNC_BUILTINS = frozenset({"float", "int", "bool", "complex", "str", "repr", "format", "print"})
+# calls that wait for the whole device, whatever their arguments
+DEVICE_SYNC_CALLS = frozenset(
+    {
+        "torch.cuda.synchronize",
+        "torch.cuda.current_stream.synchronize",
+        "cupy.cuda.runtime.deviceSynchronize",
+        "cupy.cuda.Stream.null.synchronize",
+        "cupy.cuda.Device.synchronize",
+        "cupy.cuda.get_current_stream.synchronize",
+        "numba.cuda.synchronize",
+        "jax.block_until_ready",
+        "jax.effects_barrier",
+    }
+)
+
+# host clocks (GPU004)
+HOST_CLOCKS = frozenset(
+    {
+        "time.time",
+        "time.time_ns",
+        "time.perf_counter",
+        "time.perf_counter_ns",
+        "time.monotonic",
+        "time.monotonic_ns",
+        "timeit.default_timer",
+    }
+)
+
+DATALOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
+
+# host-to-device constructors of the other frameworks
+CUPY_TO_DEVICE = frozenset({"cupy.asarray", "cupy.array", "cupy.ascontiguousarray"})
+JAX_TO_DEVICE = frozenset({"jax.device_put", "jax.numpy.asarray", "jax.numpy.array"})
+NUMBA_TO_DEVICE = frozenset({"numba.cuda.to_device"})
+# CuPy functions that do not return device arrays
+CUPY_HOST_FUNCTIONS = frozenset(
+    {"cupy.asnumpy", "cupy.get_array_module", "cupy.isscalar", "cupy.ndim", "cupy.shape"}
+)
+DEVICE_TO_HOST_CALLS = frozenset({"cupy.asnumpy", "jax.device_get"})
+
+GPU_DEVICE_STRING = re.compile(r"^(cuda|mps|xpu|hip|xla)(:\d+)?$")
+# names that by convention hold the device the program runs on
+DEVICE_NAME = re.compile(r"^(device|dev|_?\w+_device|device_\w+|local_rank|rank)$")
+# names that by convention hold a DataLoader (used when the loader comes from elsewhere)
+LOADER_NAME = re.compile(r"(^|_)(loader|dataloader|dl)$|loader", re.IGNORECASE)
+
+# torch.nn classes that take (in, out) sizes first, and their keyword names (GPU010)
+SIZED_LAYERS = {
+    "torch.nn.Linear": ("in_features", "out_features"),
+    "torch.nn.Conv1d": ("in_channels", "out_channels"),
+    "torch.nn.Conv2d": ("in_channels", "out_channels"),
+    "torch.nn.Conv3d": ("in_channels", "out_channels"),
+    "torch.nn.ConvTranspose2d": ("in_channels", "out_channels"),
+}
+REDUCED_PRECISION = frozenset(
+    {
+        "torch.float16",
+        "torch.half",
+        "torch.bfloat16",
+        "torch.autocast",
+        "torch.cuda.amp.autocast",
+        "torch.amp.autocast",
+        "torch.cpu.amp.autocast",
+    }
+)
+REDUCED_PRECISION_METHODS = frozenset({"half", "bfloat16"})
+
+# modules whose classes build nn.Modules
+MODULE_FACTORIES = ("torch.nn.", "torchvision.models.", "timm.", "transformers.")
+
+
+def is_module_class(qualname: str) -> bool:
+    """`torch.nn.Linear`, `torchvision.models.resnet18`: calls that build a module."""
+    if not qualname.startswith(MODULE_FACTORIES):
+        return False
+    last = qualname.rsplit(".", 1)[-1]
+    if qualname.startswith("torch.nn."):
+        # torch.nn.functional.relu is a function, torch.nn.Linear a class
+        return last[:1].isupper() and ".functional." not in qualname and ".init." not in qualname
+    return True

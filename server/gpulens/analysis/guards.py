@@ -1,0 +1,66 @@
+"""Conditions under which code in a loop does not run on every iteration."""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from gpulens.analysis.context import Context
+
+# flags by which programs log or evaluate now and then: `if verbose:`, `if args.log_every`
+_OCCASIONAL = re.compile(
+    r"log|print|verbose|debug|every|eval|valid|save|checkpoint|last|first|report", re.I
+)
+
+
+def runs_once_per_period(test: ast.expr, ctx: Context) -> bool:
+    """`step % N == 0`, `i == last`, `i in checkpoints`, `if verbose` … inside a loop."""
+    match test:
+        case ast.BoolOp(op=ast.And(), values=values):
+            return any(runs_once_per_period(v, ctx) for v in values)
+        case ast.BoolOp(op=ast.Or(), values=values):
+            return all(runs_once_per_period(v, ctx) for v in values)
+        case ast.UnaryOp(op=ast.Not(), operand=operand):
+            return _has_modulo(operand)
+        case ast.BinOp(op=ast.Mod()):
+            return True  # `if step % N:` runs N-1 times in N, but says "periodic"
+        case ast.Compare() if _has_modulo(test):
+            return True
+        case ast.Compare(left=left, ops=[ast.Eq() | ast.In() | ast.Is()], comparators=[right]):
+            loop_names = _loop_names(ctx)
+            used = _names(left) | _names(right)
+            return bool(used & loop_names) or _occasional(left) or _occasional(right)
+        case ast.Name() | ast.Attribute():
+            return _occasional(test)
+        case ast.Call(func=func):
+            return _occasional(func)
+    return False
+
+
+def leaves_loop(body: list[ast.stmt]) -> bool:
+    """A branch that ends in break/return/raise runs at most once per loop."""
+    return bool(body) and isinstance(body[-1], ast.Break | ast.Return | ast.Raise)
+
+
+def _has_modulo(node: ast.AST) -> bool:
+    return any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod) for n in ast.walk(node))
+
+
+def _names(node: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+
+
+def _loop_names(ctx: Context) -> set[str]:
+    names: set[str] = set()
+    for loop in ctx.loops:
+        names |= loop.targets
+    return names
+
+
+def _occasional(node: ast.expr) -> bool:
+    match node:
+        case ast.Name(id=name) | ast.Attribute(attr=name):
+            return bool(_OCCASIONAL.search(name))
+    return False

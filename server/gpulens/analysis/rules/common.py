@@ -1,0 +1,108 @@
+"""Helpers the rule families share: text edits that keep the file valid Python."""
+
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING
+
+from gpulens.analysis.model import Edit, Span
+
+if TYPE_CHECKING:
+    from gpulens.analysis.context import Context, Loop
+
+_MAX_SHOWN = 48
+
+
+def shown(ctx: Context, node: ast.AST) -> str:
+    """The source of ``node`` on one line, shortened for a message."""
+    text = " ".join(ctx.text(node).split())
+    return text if len(text) <= _MAX_SHOWN else text[: _MAX_SHOWN - 1] + "…"
+
+
+def keyword(call: ast.Call, name: str) -> ast.keyword | None:
+    return next((k for k in call.keywords if k.arg == name), None)
+
+
+def has_double_star(call: ast.Call) -> bool:
+    return any(k.arg is None for k in call.keywords)
+
+
+def replace(ctx: Context, node: ast.AST, new_text: str) -> Edit:
+    return Edit(ctx.span(node), new_text)
+
+
+def add_keyword(ctx: Context, call: ast.Call, text: str) -> Edit:
+    """Append `name=value` to a call's arguments."""
+    arguments: list[ast.AST] = [*call.args, *call.keywords]
+    if arguments:
+        last = max(arguments, key=lambda a: (a.end_lineno or 0, a.end_col_offset or 0))  # type: ignore[attr-defined]
+        end = ctx.span(last)
+        return Edit(Span.point(end.end_line, end.end_column), f", {text}")
+    # `f()`: insert inside the parentheses, which end the call
+    end = ctx.span(call)
+    return Edit(Span.point(end.end_line, end.end_column - 1), text)
+
+
+def starts_line(ctx: Context, node: ast.stmt) -> bool:
+    """Whether nothing but indentation stands before ``node`` on its line."""
+    span = ctx.span(node)
+    return not ctx.source.lines[span.line][: span.column].strip()
+
+
+def insert_before(ctx: Context, statement: ast.stmt, code: str) -> Edit | None:
+    """A new line ``code`` just above ``statement``, at its indentation."""
+    if not starts_line(ctx, statement):
+        return None
+    span = ctx.span(statement)
+    indent = ctx.source.indentation(span.line)
+    return Edit(Span.point(span.line, 0), f"{indent}{code}\n")
+
+
+def insert_after(ctx: Context, statement: ast.stmt, code: str) -> Edit | None:
+    """A new line ``code`` just below ``statement`` (and its body), at its indentation."""
+    if not starts_line(ctx, statement):
+        return None
+    span = ctx.span(statement)
+    indent = ctx.source.indentation(span.line)
+    last = span.end_line
+    lines = ctx.source.lines
+    if last + 1 >= len(lines) and not lines[last].endswith("\n"):
+        return Edit(Span.point(last, len(lines[last])), f"\n{indent}{code}")
+    return Edit(Span.point(last + 1, 0), f"{indent}{code}\n")
+
+
+def after_loop(ctx: Context, loop: Loop, code: str) -> Edit | None:
+    if loop.statement is None or loop.called_from:
+        return None
+    return insert_after(ctx, loop.statement, code)
+
+
+def after_imports(ctx: Context) -> int:
+    """The 0-based line after the module docstring, `__future__` and top-level imports."""
+    line = 0
+    for statement in ctx.tree.body:
+        if isinstance(statement, ast.Import | ast.ImportFrom) or (
+            isinstance(statement, ast.Expr)
+            and isinstance(statement.value, ast.Constant)
+            and isinstance(statement.value.value, str)
+            and line == 0
+        ):
+            line = statement.end_lineno or statement.lineno
+        else:
+            break
+    return line
+
+
+def device_preamble(ctx: Context, torch: str) -> tuple[str, Edit]:
+    """The name `device` and the edit that defines it after the imports."""
+    chosen = ctx.config.device
+    if chosen == "cuda":
+        expression = f'{torch}.device("cuda" if {torch}.cuda.is_available() else "cpu")'
+    else:
+        expression = f'{torch}.device("{chosen}")'
+    line = after_imports(ctx)
+    lines = ctx.source.lines
+    if line < len(lines):
+        return "device", Edit(Span.point(line, 0), f"device = {expression}\n")
+    last = len(lines) - 1  # the file ends on its imports, with no newline
+    return "device", Edit(Span.point(last, len(lines[last])), f"\ndevice = {expression}\n")

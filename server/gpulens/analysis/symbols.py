@@ -1,0 +1,169 @@
+"""Names: import aliases, and the abstract values bound to names in nested scopes."""
+
+from __future__ import annotations
+
+import ast
+import enum
+from dataclasses import dataclass
+
+
+class Kind(enum.Enum):
+    GPU = "gpu"  # an array on a GPU: CUDA tensor, CuPy array, JAX array, Numba device array
+    GPU_MODULE = "gpu_module"  # an nn.Module whose parameters are on a GPU
+    MODULE = "module"  # an nn.Module on the CPU
+    CPU_TENSOR = "cpu_tensor"  # a torch tensor a factory made on the CPU (GPU003)
+    DEVICE = "device"  # a GPU device: torch.device("cuda"), "cuda:1"
+    LOADER = "loader"  # a torch DataLoader
+    BATCH = "batch"  # what a loader yields: on the host until moved
+    FUNCTION = "function"  # a function defined in the analysed file
+
+
+@dataclass(frozen=True, slots=True)
+class Value:
+    kind: Kind
+    lib: str = "torch"  # torch | cupy | jax | numba
+    # the call that made it: the factory of a CPU_TENSOR, the DataLoader(...) of a LOADER,
+    # the def of a FUNCTION
+    origin: ast.AST | None = None
+    # a GPU value known to be one array (not a tuple or dict a model returned)
+    exact: bool = False
+
+    @property
+    def on_gpu(self) -> bool:
+        return self.kind is Kind.GPU
+
+    @property
+    def array_on_gpu(self) -> bool:
+        return self.kind is Kind.GPU and self.exact
+
+
+def merge(a: Value | None, b: Value | None) -> Value | None:
+    """The value a name holds after two paths join. A GPU value wins: the rules only ask
+    "may this be on the GPU", and a name moved to the GPU on one path usually is on both."""
+    if a is None or b is None:
+        return a or b
+    if a.kind is b.kind:
+        return a if a.exact or not b.exact else b
+    rank = (Kind.GPU, Kind.GPU_MODULE, Kind.DEVICE, Kind.LOADER, Kind.BATCH)
+    for kind in rank:
+        if a.kind is kind:
+            return a
+        if b.kind is kind:
+            return b
+    return a
+
+
+class Scope:
+    """The names of one function (or the module, or a class body) and their values."""
+
+    __slots__ = ("bindings", "kind", "name", "parent")
+
+    def __init__(self, kind: str, name: str, parent: Scope | None = None) -> None:
+        self.kind = kind  # module | function | class | comprehension
+        self.name = name
+        self.parent = parent
+        self.bindings: dict[str, Value | None] = {}
+
+    def lookup(self, name: str) -> Value | None:
+        scope: Scope | None = self
+        while scope is not None:
+            if name in scope.bindings:
+                return scope.bindings[name]
+            # a class body's names are not visible from its methods
+            scope = scope.parent
+            while scope is not None and scope.kind == "class" and self.kind != "class":
+                scope = scope.parent
+        return None
+
+    def bind(self, name: str, value: Value | None) -> None:
+        self.bindings[name] = value
+
+    def snapshot(self) -> dict[str, Value | None]:
+        return dict(self.bindings)
+
+    def restore_merged(self, *branches: dict[str, Value | None]) -> None:
+        names = set().union(*branches)
+        self.bindings = {
+            name: _merge_all([branch.get(name) for branch in branches]) for name in names
+        }
+
+    def module(self) -> Scope:
+        scope = self
+        while scope.parent is not None:
+            scope = scope.parent
+        return scope
+
+
+def _merge_all(values: list[Value | None]) -> Value | None:
+    result: Value | None = None
+    for value in values:
+        result = merge(result, value)
+    return result
+
+
+class Imports:
+    """Local name -> qualified name, as the file's imports bind them."""
+
+    __slots__ = ("aliases",)
+
+    def __init__(self) -> None:
+        self.aliases: dict[str, str] = {}
+
+    def add(self, node: ast.Import | ast.ImportFrom) -> None:
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname:
+                    self.aliases[alias.asname] = alias.name
+                else:
+                    top = alias.name.split(".", 1)[0]
+                    self.aliases[top] = top
+            return
+        if node.level or node.module is None:
+            return  # relative imports name the user's own modules
+        for alias in node.names:
+            if alias.name != "*":
+                self.aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+
+    def qualname(self, node: ast.expr) -> str | None:
+        """`T.nn.functional.relu` -> "torch.nn.functional.relu" when `import torch as T`."""
+        parts: list[str] = []
+        while isinstance(node, ast.Attribute):
+            parts.append(node.attr)
+            node = node.value
+        if isinstance(node, ast.Call):
+            # `cp.cuda.Device().synchronize`, `torch.cuda.current_stream().synchronize`
+            base = self.qualname(node.func)
+            if base is None:
+                return None
+            parts.append(base)
+            return ".".join(reversed(parts))
+        if not isinstance(node, ast.Name) or node.id not in self.aliases:
+            return None
+        parts.append(self.aliases[node.id])
+        return ".".join(reversed(parts))
+
+    def local_name(self, qualified: str) -> str | None:
+        """How the file spells a module: "cp" for "cupy" after `import cupy as cp`."""
+        for local, target in self.aliases.items():
+            if target == qualified:
+                return local
+        return None
+
+    def uses(self, top: str) -> bool:
+        return any(t == top or t.startswith(top + ".") for t in self.aliases.values())
+
+
+def dotted_name(node: ast.expr) -> str | None:
+    """`self.model` -> "self.model"; None for anything that is not a plain dotted name."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    parts.append(node.id)
+    return ".".join(reversed(parts))
+
+
+def names_in(node: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}

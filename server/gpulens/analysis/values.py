@@ -1,0 +1,329 @@
+"""Abstract evaluation: what an expression holds (a CUDA tensor, a module on the GPU, a
+DataLoader, …) given the values bound to names where it stands.
+
+It errs towards "unknown": a rule only fires on values this module is sure of, because a
+linter that cries wolf gets switched off.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from gpulens.analysis import frameworks as fw
+from gpulens.analysis.symbols import Imports, Kind, Scope, Value, dotted_name
+
+GPU_DEVICE = Value(Kind.DEVICE)
+
+
+class Evaluator:
+    __slots__ = ("_cache", "imports", "module_classes", "scope")
+
+    def __init__(self, imports: Imports, scope: Scope) -> None:
+        self.imports = imports
+        self.scope = scope
+        # classes defined in the file that subclass nn.Module
+        self.module_classes: set[str] = set()
+        self._cache: dict[int, Value | None] = {}
+
+    def invalidate(self) -> None:
+        """Bindings changed: cached values may be stale."""
+        if self._cache:
+            self._cache.clear()
+
+    def value(self, node: ast.expr | None) -> Value | None:
+        if node is None:
+            return None
+        key = id(node)
+        if key in self._cache:
+            return self._cache[key]
+        result = self._evaluate(node)
+        self._cache[key] = result
+        return result
+
+    def on_gpu(self, node: ast.expr | None) -> bool:
+        value = self.value(node)
+        return value is not None and value.kind is Kind.GPU
+
+    # -- devices ------------------------------------------------------------------------
+
+    def device_of(self, node: ast.expr | None) -> bool | None:
+        """True for an expression naming a GPU device, False for the CPU, None if unsure."""
+        match node:
+            case None:
+                return None
+            case ast.Constant(value=str(text)):
+                if fw.GPU_DEVICE_STRING.match(text):
+                    return True
+                return False if text.startswith("cpu") else None
+            case ast.Constant(value=int()):
+                return True  # `.to(0)` is cuda:0
+            case ast.JoinedStr(values=[ast.Constant(value=str(head)), *_]):
+                return True if head.startswith(("cuda", "mps", "xpu")) else None
+            case ast.IfExp(body=body, orelse=orelse):
+                return True if self.device_of(body) or self.device_of(orelse) else None
+            case ast.Call(func=func, args=args):
+                name = self.imports.qualname(func)
+                if name == "torch.device":
+                    return self.device_of(args[0]) if args else None
+                if name in ("torch.cuda.current_device", "torch.get_default_device"):
+                    return True
+                return None
+            case ast.Name() | ast.Attribute():
+                value = self.value(node)
+                if value is not None:
+                    return True if value.kind is Kind.DEVICE else None
+                last = node.id if isinstance(node, ast.Name) else node.attr
+                return True if fw.DEVICE_NAME.match(last) else None
+        return None
+
+    def moves_to_gpu(self, call: ast.Call) -> bool:
+        """`x.to(device)`, `x.to("cuda")`, `x.cuda()`, `x.to(device=d, …)`."""
+        if not isinstance(call.func, ast.Attribute):
+            return False
+        if call.func.attr == "cuda":
+            return True
+        if call.func.attr != "to":
+            return False
+        for keyword in call.keywords:
+            if keyword.arg == "device":
+                return bool(self.device_of(keyword.value))
+        if not call.args:
+            return False
+        first = call.args[0]
+        if self.device_of(first):
+            return True
+        other = self.value(first)  # `.to(other_tensor)`
+        return other is not None and other.kind is Kind.GPU
+
+    # -- evaluation ---------------------------------------------------------------------
+
+    def _evaluate(self, node: ast.expr) -> Value | None:
+        match node:
+            case ast.Name(id=name):
+                return self.scope.lookup(name)
+            case ast.Attribute():
+                return self._attribute(node)
+            case ast.Call():
+                return self._call(node)
+            case ast.BinOp(left=left, right=right):
+                return self._array_of(left, right)
+            case ast.Compare(left=left, comparators=comparators):
+                return self._array_of(left, *comparators)
+            case ast.UnaryOp(op=ast.Not()):
+                return None
+            case ast.UnaryOp(operand=operand):
+                return self._array_of(operand)
+            case ast.Subscript(value=base):
+                value = self.value(base)
+                if value is None or value.kind not in (Kind.GPU, Kind.BATCH):
+                    return None
+                return Value(value.kind, value.lib, exact=False)
+            case ast.IfExp(body=body, orelse=orelse):
+                a, b = self.value(body), self.value(orelse)
+                return a if a is not None and a.kind is Kind.GPU else b if b and b.on_gpu else None
+            case ast.NamedExpr(value=value):
+                return self.value(value)
+            case ast.Await(value=value):
+                return self.value(value)
+            case ast.Starred(value=value):
+                return self.value(value)
+        return None
+
+    def _array_of(self, *operands: ast.expr) -> Value | None:
+        """Arithmetic and comparisons: on the GPU when an operand is."""
+        for operand in operands:
+            value = self.value(operand)
+            if value is not None and value.kind is Kind.GPU:
+                return Value(Kind.GPU, value.lib, exact=True)
+        return None
+
+    def _attribute(self, node: ast.Attribute) -> Value | None:
+        dotted = dotted_name(node)
+        if dotted is not None and "." in dotted:
+            bound = self.scope.lookup(dotted)
+            if bound is not None:
+                return bound
+        qualified = self.imports.qualname(node)
+        if qualified in ("torch.float16", "torch.half", "torch.bfloat16"):
+            return None
+        base = self.value(node.value)
+        if base is None or base.kind is not Kind.GPU:
+            return None
+        if node.attr in fw.ARRAY_ATTRIBUTES:
+            return Value(Kind.GPU, base.lib, exact=True)
+        return None
+
+    def _call(self, node: ast.Call) -> Value | None:
+        func = node.func
+        qualified = self.imports.qualname(func)
+        if qualified is not None:
+            known = self._library_call(node, qualified)
+            if known is not ...:
+                return known
+        if isinstance(func, ast.Attribute):
+            receiver = self.value(func.value)
+            if receiver is not None or func.attr in ("cuda", "to"):
+                return self._method(node, func.attr, receiver)
+        if isinstance(func, ast.Name):
+            if func.id in self.module_classes:
+                return Value(Kind.MODULE, origin=node)
+            if func.id in ("iter", "next"):
+                return self.value(node.args[0]) if node.args else None
+        callee = self.value(func)
+        if callee is not None:
+            if callee.kind in (Kind.GPU_MODULE, Kind.GPU):
+                return Value(Kind.GPU, callee.lib)
+            if callee.kind is Kind.FUNCTION and _returns_host(callee.origin):
+                return None
+        # an unknown function of GPU arrays usually returns GPU arrays (a loss, a metric)
+        for argument in (*node.args, *(k.value for k in node.keywords)):
+            value = self.value(argument)
+            if value is not None and value.kind is Kind.GPU:
+                return Value(Kind.GPU, value.lib)
+        return None
+
+    def _method(self, node: ast.Call, method: str, receiver: Value | None) -> Value | None:
+        if method == "cuda" or (method == "to" and self.moves_to_gpu(node)):
+            if receiver is not None and receiver.kind in (Kind.MODULE, Kind.GPU_MODULE):
+                return Value(Kind.GPU_MODULE, origin=receiver.origin)
+            if receiver is None and _builds_module(node.func, self):  # type: ignore[arg-type]
+                return Value(Kind.GPU_MODULE)
+            lib = receiver.lib if receiver is not None else "torch"
+            exact = receiver is None or receiver.kind in (Kind.CPU_TENSOR, Kind.GPU)
+            return Value(
+                Kind.GPU,
+                lib,
+                exact=exact
+                and (receiver is None or receiver.exact or receiver.kind is Kind.CPU_TENSOR),
+            )
+        if receiver is None:
+            return None
+        if method == "to":  # a dtype or the CPU
+            if receiver.kind is Kind.GPU and self._to_cpu(node):
+                return None
+            return receiver
+        kind = receiver.kind
+        if kind is Kind.GPU:
+            if method in fw.HOST_RESULT_METHODS or method in fw.EFFECT_METHODS:
+                return None
+            return Value(Kind.GPU, receiver.lib, exact=receiver.exact)
+        if kind in (Kind.MODULE, Kind.GPU_MODULE):
+            if method in ("eval", "train", "half", "float", "bfloat16", "double", "requires_grad_"):
+                return receiver
+            if method == "cpu":
+                return Value(Kind.MODULE, origin=receiver.origin)
+            if kind is Kind.GPU_MODULE and method in ("forward", "generate", "encode", "decode"):
+                return Value(Kind.GPU)
+            return None
+        if kind is Kind.BATCH:
+            return receiver if method not in fw.HOST_RESULT_METHODS else None
+        if kind is Kind.CPU_TENSOR and method in ("float", "half", "double", "long", "int"):
+            return receiver
+        return None
+
+    def _to_cpu(self, node: ast.Call) -> bool:
+        target = node.args[0] if node.args else None
+        for keyword in node.keywords:
+            if keyword.arg == "device":
+                target = keyword.value
+        return self.device_of(target) is False
+
+    def _library_call(self, node: ast.Call, name: str) -> Value | object | None:
+        """The value of a call to a known library function; ``...`` when not one."""
+        if (
+            name in fw.TORCH_FACTORIES
+            or name in fw.TORCH_LIKE_FACTORIES
+            or name == "torch.from_numpy"
+        ):
+            device = _keyword(node, "device")
+            if device is not None:
+                return Value(Kind.GPU, exact=True) if self.device_of(device) else None
+            if name in fw.TORCH_LIKE_FACTORIES and node.args:
+                like = self.value(node.args[0])
+                return Value(Kind.GPU, exact=True) if like and like.on_gpu else None
+            return Value(Kind.CPU_TENSOR, origin=node)
+        if name == "torch.device":
+            return GPU_DEVICE if self.device_of(node) else None
+        if name in fw.DATALOADERS:
+            return Value(Kind.LOADER, origin=node)
+        if fw.is_module_class(name):
+            return Value(Kind.MODULE, origin=node)
+        if (
+            name.startswith(("torch.cuda.", "cupy.cuda.", "numba.cuda."))
+            and name not in fw.NUMBA_TO_DEVICE
+        ):
+            # streams, events, devices, memory queries: not arrays
+            return (
+                None
+                if not name.startswith("numba.cuda.device_array")
+                else Value(Kind.GPU, "numba", exact=True)
+            )
+        if name in fw.NUMBA_TO_DEVICE:
+            return Value(Kind.GPU, "numba", exact=True)
+        if name.startswith(("cupy.", "cupyx.")):
+            if name in fw.CUPY_HOST_FUNCTIONS or name.rsplit(".", 1)[-1][:1].isupper():
+                return None
+            return Value(Kind.GPU, "cupy", exact=True)
+        if name.startswith("jax.numpy.") or name in fw.JAX_TO_DEVICE:
+            return Value(Kind.GPU, "jax", exact=True)
+        if name.startswith(("numpy.", "math.", "time.", "random.", "builtins.")):
+            return None
+        if name.startswith("torch.") and not fw.is_module_class(name):
+            # torch.cat, torch.matmul, F.relu …: on the GPU when an argument is
+            for argument in (*node.args, *(k.value for k in node.keywords)):
+                if self._holds_gpu(argument):
+                    return Value(Kind.GPU, exact=True)
+            return None
+        return ...
+
+    def _holds_gpu(self, node: ast.expr) -> bool:
+        if isinstance(node, ast.List | ast.Tuple):
+            return any(self._holds_gpu(element) for element in node.elts)
+        if isinstance(node, ast.ListComp | ast.GeneratorExp):
+            return False  # judged where the comprehension is walked
+        return self.on_gpu(node)
+
+
+def _keyword(call: ast.Call, name: str) -> ast.expr | None:
+    for keyword in call.keywords:
+        if keyword.arg == name:
+            return keyword.value
+    return None
+
+
+def _builds_module(func: ast.Attribute, evaluator: Evaluator) -> bool:
+    """`Net().cuda()`, `nn.Linear(4, 4).to(device)`: the receiver constructs a module."""
+    receiver = func.value
+    if not isinstance(receiver, ast.Call):
+        return False
+    value = evaluator.value(receiver)
+    if value is not None and value.kind is Kind.MODULE:
+        return True
+    callee = receiver.func
+    name = (
+        callee.id
+        if isinstance(callee, ast.Name)
+        else callee.attr
+        if isinstance(callee, ast.Attribute)
+        else ""
+    )
+    return name[:1].isupper()
+
+
+def _returns_host(function: ast.AST | None) -> bool:
+    """A function of the file whose every return is a host value or nothing."""
+    if not isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
+        return False
+    returns = [n for n in ast.walk(function) if isinstance(n, ast.Return)]
+    for ret in returns:
+        value = ret.value
+        match value:
+            case None | ast.Constant():
+                continue
+            case ast.Call(func=ast.Attribute(attr=attr)) if attr in fw.SYNC_METHODS:
+                continue
+            case ast.Call(func=ast.Name(id=name)) if name in ("float", "int", "bool", "str", "len"):
+                continue
+            case _:
+                return False
+    return True
