@@ -84,6 +84,9 @@ def stand_in_rules(monkeypatch: pytest.MonkeyPatch) -> None:
     from gpulens.analysis import walker
 
     monkeypatch.setattr(walker, "walk_module", stand_in_walk)
+    for code, severity in (("GPU001", Severity.WARNING), ("GPU007", Severity.INFO)):
+        if code not in RULES:  # --select checks codes against the registered rules
+            monkeypatch.setitem(RULES, code, Rule(code, "stand-in", severity, "", ""))
 
 
 # ---- exit status and formats without findings -------------------------------------------------
@@ -126,6 +129,16 @@ def test_bad_select_code_exits_2_before_any_work(tmp_path: Path) -> None:
     assert result.returncode == 2
     assert "FOO" in result.stderr
     assert "All checks passed" not in result.stdout
+
+
+@pytest.mark.usefixtures("stand_in_rules")
+def test_select_of_a_code_no_rule_has_exits_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write(tmp_path / "a.py", "x = 1\n")
+    status, _, err = run_main(["--select", "GPU999", "a.py"], tmp_path, capsys, monkeypatch)
+    assert status == 2
+    assert "GPU999 names no gpulens rule" in err
 
 
 def test_unknown_pyproject_key_exits_2_with_the_key(tmp_path: Path) -> None:
@@ -417,6 +430,9 @@ def test_walk_honours_gitignore_files_and_default_skips(tmp_path: Path) -> None:
     assert _found(["."], tmp_path) == ["nb/train.ipynb", "src/keep_pb2.py", "src/model.py"]
     # a walk below the top still honours the top-level .gitignore
     assert _found(["src"], tmp_path) == ["src/keep_pb2.py", "src/model.py"]
+    # a folder named on the command line is checked even when ignored or a default skip
+    assert _found(["generated"], tmp_path) == ["generated/x.py"]
+    assert _found(["build"], tmp_path) == ["build/y.py"]
 
 
 def test_named_files_are_checked_even_when_ignored_unless_forced(tmp_path: Path) -> None:

@@ -100,7 +100,12 @@ def discover(
 
 
 def _walk(root: Path, absolute: Path, excludes_for: ExcludeLookup) -> Iterator[Target]:
-    yield from _walk_folder(root, absolute, _ancestor_ignores(absolute), excludes_for)
+    ignores = _ancestor_ignores(absolute)
+    if _ignored(absolute, True, ignores, ()):
+        # the user named an ignored folder (`gpulens check build/`): check it, and let only
+        # the .gitignore files inside it decide
+        ignores = []
+    yield from _walk_folder(root, absolute, ignores, excludes_for)
 
 
 def _walk_folder(
