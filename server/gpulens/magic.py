@@ -1,0 +1,116 @@
+"""IPython extension: `%%gpulens` profiles a cell in the kernel, with its state;
+`%gpulens status` shows the GPUs.
+
+The cell runs in the user's namespace; the result is displayed as one bundle:
+`application/vnd.gpulens.profile+json` (the payload, for the editor clients), `text/html`
+(a table) and `text/plain`. Line numbers are the notebook cell's own: line 1 is the
+`%%gpulens` line, so the body starts at line 2. The capture backend releases CUPTI and the
+line hooks in all cases; a cell that raises is still reported, then its exception is
+raised again so "run all" stops as it would without the magic.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+from typing import Any
+
+MIME = "application/vnd.gpulens.profile+json"
+_USAGE = "usage: %%gpulens [--backend auto|cupti|torch|host]  |  %gpulens status"
+
+
+def _parse(line: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="%%gpulens", add_help=False, exit_on_error=False)
+    parser.add_argument("--backend", choices=("auto", "cupti", "torch", "host"), default="auto")
+    return parser.parse_args(shlex.split(line))
+
+
+def profile_cell_in_kernel(shell: Any, cell: str, backend: str = "auto") -> tuple[dict[str, Any], BaseException | None]:
+    """Runs `cell` in `shell.user_ns` under the profiler: (payload, the cell's exception)."""
+    from gpulens.profiler.attribution import attribute_records
+    from gpulens.profiler.capture import profile_code
+    from gpulens.profiler.report import build_payload
+
+    body = shell.transform_cell(cell)
+    source = "\n" + body  # line 1 of the notebook cell is the %%gpulens line itself
+    number = getattr(shell, "execution_count", 0)
+    filename = shell.compile.cache(source, number)  # tracebacks show the cell's source
+    code = compile(source, filename, "exec", shell.compile.flags, dont_inherit=True)
+    capture = profile_code(code, shell.user_ns, backend)
+    attributed = attribute_records(capture.events, capture.records)
+    lines = body.splitlines()
+    payload = build_payload(
+        attributed,
+        source={
+            "path": None,
+            "cell": number,
+            "first_line": 2,
+            "last_line": 1 + max(len(lines), 1),
+        },
+        backend=capture.backend,
+        gpus=capture.gpus,
+        warnings=capture.warnings,
+        wall_s=capture.timings.get("run_s"),
+        error=capture.error,
+        code=lines,
+        timings=capture.timings,
+    )
+    return payload, capture.exception
+
+
+def bundle(payload: dict[str, Any]) -> dict[str, Any]:
+    from gpulens.profiler.report import render_html, render_text
+
+    return {MIME: payload, "text/html": render_html(payload), "text/plain": render_text(payload)}
+
+
+def show_status() -> None:
+    """Prints the device status if `gpulens.device.status` offers it."""
+    try:
+        from gpulens.device import status as device_status
+    except ImportError:
+        print("status not available yet")
+        return
+    for name in ("collect_status", "read_status", "get_status", "status"):
+        read = getattr(device_status, name, None)
+        if callable(read):
+            print(json.dumps(read(), indent=1, default=str))
+            return
+    print("status not available yet")
+
+
+def _make_magics() -> Any:
+    from IPython.core.magic import Magics, line_cell_magic, magics_class
+
+    @magics_class
+    class GpulensMagics(Magics):
+        @line_cell_magic
+        def gpulens(self, line: str, cell: str | None = None) -> None:
+            if cell is None:
+                if line.strip() == "status":
+                    show_status()
+                else:
+                    print(_USAGE)
+                return
+            try:
+                options = _parse(line)
+            except (argparse.ArgumentError, SystemExit, ValueError):
+                print(_USAGE)
+                return
+            from IPython.display import display
+
+            payload, raised = profile_cell_in_kernel(self.shell, cell, options.backend)
+            display(bundle(payload), raw=True)
+            if raised is not None:
+                raise raised
+
+    return GpulensMagics
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    ipython.register_magics(_make_magics())
+
+
+def unload_ipython_extension(ipython: Any) -> None:
+    """Nothing is left to undo: every profile releases its hooks when it ends."""

@@ -1,0 +1,175 @@
+"""Capture: run a cell's code object under one backend, return its line events and records.
+
+Backends, best first: ``cupti`` (CUPTI activity records through cupti-python, joined to the
+line timeline by time), ``torch`` (torch.profiler, lines from Python stacks), ``host`` (hits
+and host time only). ``auto`` takes the best one this process can use and says in
+``warnings`` why a better one was passed over. Nothing heavy is imported at module level.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+import time
+import traceback
+from dataclasses import dataclass, field
+from types import CodeType
+from typing import Any, Protocol
+
+from gpulens.profiler.timeline import LineEvents, LineRecorder
+
+BACKENDS = ("auto", "cupti", "torch", "host")
+SETTRACE_WARNING = (
+    "Python {version} has no sys.monitoring: lines were traced with sys.settrace, which "
+    "runs a hook on every Python call of the main thread and slows call-heavy cells "
+    "(Python 3.12+ records lines at a fraction of that cost)"
+)
+
+
+class Session(Protocol):
+    name: str
+    clock: Any
+    warnings: list[str]
+
+    def begin(self) -> None: ...
+    def finish(self) -> dict[str, Any]: ...
+    def gpus(self) -> list[dict[str, Any]]: ...
+
+
+@dataclass
+class Capture:
+    backend: str
+    events: LineEvents
+    records: dict[str, Any]
+    gpus: list[dict[str, Any]]
+    warnings: list[str]
+    error: dict[str, Any] | None = None
+    timings: dict[str, float] = field(default_factory=dict)
+    # the exception the cell raised, for callers that re-raise it (never serialized)
+    exception: BaseException | None = None
+
+
+def cupti_holder() -> str | None:
+    """Who else holds CUPTI's activity buffers in this process, in words, or None."""
+    if os.environ.get("NSYS_PROFILING_SESSION_ID") or os.environ.get("CUDA_INJECTION64_PATH"):
+        return "an Nsight tool (nsys/ncu) is attached to this process"
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        try:
+            if torch._C._autograd._profiler_enabled():
+                return "torch.profiler (Kineto) is recording in this process"
+        except (AttributeError, RuntimeError):
+            pass
+    return None
+
+
+def open_session(requested: str = "auto") -> tuple[Session, list[str]]:
+    """The session of the best usable backend, and why better ones were passed over."""
+    if requested not in BACKENDS:
+        raise ValueError(f"unknown backend {requested!r}; choose one of {', '.join(BACKENDS)}")
+    warnings: list[str] = []
+    holder = cupti_holder()
+    if requested in ("auto", "cupti"):
+        if holder:
+            warnings.append(
+                f"CUPTI is held: {holder}; per-line GPU records fell back to host timings"
+            )
+            requested = "host"
+        elif importlib.util.find_spec("cupti") is None:
+            if requested == "cupti":
+                warnings.append("cupti-python is not installed (pip install 'gpulens[cupti]')")
+        else:
+            from gpulens.profiler.capture.cupti import CuptiSession, CuptiUnavailable
+
+            try:
+                return CuptiSession(), warnings
+            except CuptiUnavailable as error:
+                warnings.append(f"CUPTI backend unavailable: {error}")
+        if requested == "auto":
+            requested = "torch"
+    if requested == "torch":
+        if holder:
+            warnings.append(f"torch.profiler backend skipped: {holder}")
+        elif importlib.util.find_spec("torch") is None:
+            warnings.append("no GPU backend: neither cupti-python nor torch is installed")
+        else:
+            from gpulens.profiler.capture.torch import TorchSession, TorchUnavailable
+
+            try:
+                session = TorchSession()
+                warnings.append(
+                    "torch.profiler backend: install cupti-python (gpulens[cupti]) for "
+                    "cheaper capture and for work launched from other threads"
+                )
+                return session, warnings
+            except TorchUnavailable as error:
+                warnings.append(f"torch.profiler backend unavailable: {error}")
+    from gpulens.profiler.capture.host import HostSession
+
+    return HostSession(), warnings
+
+
+def describe_error(error: BaseException, filename: str) -> dict[str, Any]:
+    """Type, message and the cell line (innermost frame in `filename`) of an exception."""
+    line = None
+    for frame, lineno in traceback.walk_tb(error.__traceback__):
+        if frame.f_code.co_filename == filename:
+            line = lineno
+    kind = type(error).__name__
+    message = str(error)
+    if isinstance(error, SystemExit):
+        message = f"the cell called sys.exit({error.code!r})"
+    elif isinstance(error, KeyboardInterrupt) and not message:
+        message = "interrupted"
+    elif "out of memory" in message.lower():
+        kind = kind if "OutOfMemory" in kind else f"{kind} (GPU out of memory)"
+    return {
+        "type": kind,
+        "message": message.strip().splitlines()[0] if message else "",
+        "line": line,
+    }
+
+
+def profile_code(code: CodeType, namespace: dict[str, Any], backend: str = "auto") -> Capture:
+    """Runs `code` in `namespace` under a backend; the cell's exception, if any, is caught
+    and described in `Capture.error` (and kept in `Capture.exception`). The backend and the
+    line hooks are always released, also on KeyboardInterrupt."""
+    session, warnings = open_session(backend)
+    recorder = LineRecorder(code, session.clock)
+    if hasattr(session, "filename"):  # backends that place records by stack frame
+        session.filename = code.co_filename
+    if recorder.method == "sys.settrace":
+        warnings.append(SETTRACE_WARNING.format(version=sys.version.split()[0]))
+    error: dict[str, Any] | None = None
+    raised: BaseException | None = None
+    began = time.perf_counter()
+    records: dict[str, Any] = {}
+    ran = began
+    try:
+        session.begin()
+        try:
+            recorder.start()
+            exec(code, namespace)
+        except BaseException as exc:  # the cell's own failure is part of the result
+            raised = exc
+            error = describe_error(exc, code.co_filename)
+        finally:
+            recorder.stop()
+            ran = time.perf_counter()
+    finally:
+        records = session.finish()
+    finished = time.perf_counter()
+    warnings.extend(session.warnings)
+    timings = {"run_s": ran - began, "finish_s": finished - ran}
+    timings.update(records.pop("_timings", {}))
+    return Capture(
+        backend=session.name,
+        events=recorder.events(),
+        records=records,
+        gpus=session.gpus(),
+        warnings=warnings,
+        error=error,
+        timings=timings,
+        exception=raised,
+    )

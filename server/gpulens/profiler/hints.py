@@ -1,0 +1,78 @@
+"""Hints that turn a line's numbers into an action. Pure: one payload line in, hints out."""
+
+from __future__ import annotations
+
+from typing import Any
+
+# a pageable copy at least this large is worth pinning (below it, launch latency dominates)
+PAGEABLE_HINT_BYTES = 1 << 20
+# "many tiny kernels": at least this many on the line, averaging at most this long
+TINY_KERNEL_COUNT = 100
+TINY_KERNEL_S = 20e-6
+# "syncs every iteration": a line run at least this often that syncs on most runs
+SYNC_LOOP_HITS = 5
+SYNC_LOOP_SHARE = 0.9
+
+
+def _size(n: float) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1000 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1000
+    return f"{n:.1f} GB"
+
+
+def line_hints(line: dict[str, Any], pinned_gbps: float | None) -> list[dict[str, str]]:
+    """Hints for one `gpulens.profile/1` line; `pinned_gbps`: pinned copies' bandwidth
+    measured elsewhere in the same cell, quoted when known."""
+    found: list[dict[str, str]] = []
+    pageable = line.get("pageable") or {}
+    copies = sum(block.get("pageable", 0) for block in line.get("transfers", {}).values())
+    if copies and pageable.get("bytes", 0) / copies >= PAGEABLE_HINT_BYTES and pageable.get("s"):
+        gbps = pageable["bytes"] / pageable["s"] / 1e9
+        message = (
+            f"{copies} pageable cop{'y' if copies == 1 else 'ies'} of "
+            f"{_size(pageable['bytes'] / copies)} ran at {gbps:.1f} GB/s: copy from pinned "
+            "memory (tensor.pin_memory(), DataLoader(pin_memory=True)) and pass "
+            "non_blocking=True to overlap the copy with compute"
+        )
+        if pinned_gbps:
+            message += f"; pinned copies in this cell ran at {pinned_gbps:.1f} GB/s"
+        found.append({"code": "pinned-memory", "message": message})
+    kernels = line.get("kernels", {})
+    count = kernels.get("count", 0)
+    if count >= TINY_KERNEL_COUNT and kernels.get("gpu_s", 0) / count <= TINY_KERNEL_S:
+        per_hit = count / max(line.get("hits", 1), 1)
+        found.append(
+            {
+                "code": "fuse-kernels",
+                "message": (
+                    f"{count} kernels averaging {kernels['gpu_s'] / count * 1e6:.1f} us "
+                    f"({per_hit:.0f} per run of the line): launch overhead dominates; fuse them "
+                    "(torch.compile, CUDA graphs, a CuPy ElementwiseKernel) or batch the work "
+                    "into fewer, larger launches"
+                ),
+            }
+        )
+    syncs = line.get("syncs", {})
+    hits = line.get("hits", 0)
+    if hits >= SYNC_LOOP_HITS and syncs.get("count", 0) >= SYNC_LOOP_SHARE * hits:
+        found.append(
+            {
+                "code": "GPU001",
+                "message": (
+                    f"the host waits for the GPU {syncs['count']} times on this line "
+                    f"({syncs.get('stall_s', 0) * 1e3:.1f} ms stalled), once per run: keep the "
+                    "value on the device (total += loss.detach()) and read it once after the "
+                    "loop (GPU001)"
+                ),
+            }
+        )
+    return found
+
+
+def pinned_bandwidth(lines: list[dict[str, Any]]) -> float | None:
+    """GB/s of all pinned host<->device copies of the cell, or None if it made none."""
+    size = sum((line.get("pinned") or {}).get("bytes", 0) for line in lines)
+    seconds = sum((line.get("pinned") or {}).get("s", 0) for line in lines)
+    return size / seconds / 1e9 if size and seconds else None

@@ -1,0 +1,302 @@
+"""The `gpulens.profile/1` payload, and its text and HTML renderings. Pure functions."""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+from gpulens.profiler.attribution import Attribution
+from gpulens.profiler.hints import line_hints, pinned_bandwidth
+
+SCHEMA = "gpulens.profile/1"
+TOP_KERNELS = 5
+
+
+def _s(ns: int) -> float:
+    return round(ns / 1e9, 9)
+
+
+def _line_payload(cost: dict[str, Any]) -> dict[str, Any]:
+    by_name = sorted(cost["kernels"]["by_name"].items(), key=lambda item: -item[1][1])
+    line = {
+        "line": cost["line"],
+        "hits": cost["hits"],
+        "host_s": _s(cost["host_ns"]),
+        "kernels": {
+            "count": cost["kernels"]["count"],
+            "gpu_s": _s(cost["kernels"]["ns"]),
+            "top": [
+                {"name": name, "count": count, "gpu_s": _s(ns)}
+                for name, (count, ns) in by_name[:TOP_KERNELS]
+            ],
+        },
+        "transfers": {
+            direction: {
+                "count": block["count"],
+                "bytes": block["bytes"],
+                "s": _s(block["ns"]),
+                "pageable": block["pageable"],
+                "pinned": block["pinned"],
+            }
+            for direction, block in cost["transfers"].items()
+        },
+        "memsets": {
+            "count": cost["memsets"]["count"],
+            "bytes": cost["memsets"]["bytes"],
+            "s": _s(cost["memsets"]["ns"]),
+        },
+        "syncs": {"count": cost["syncs"]["count"], "stall_s": _s(cost["syncs"]["stall_ns"])},
+        "pageable": {"bytes": cost["pageable"]["bytes"], "s": _s(cost["pageable"]["ns"])},
+        "pinned": {"bytes": cost["pinned"]["bytes"], "s": _s(cost["pinned"]["ns"])},
+        "other_thread_calls": cost["other_thread_calls"],
+    }
+    if len(cost["devices"]) > 1 or any(device != 0 for device in cost["devices"]):
+        line["devices"] = [
+            {
+                "index": device,
+                "kernels": figures["kernels"],
+                "gpu_s": _s(figures["kernel_ns"]),
+                "transfers": figures["transfers"],
+                "transfer_bytes": figures["transfer_bytes"],
+                "transfer_s": _s(figures["transfer_ns"]),
+            }
+            for device, figures in sorted(cost["devices"].items())
+        ]
+    return line
+
+
+def build_payload(
+    attribution: Attribution,
+    *,
+    source: dict[str, Any],
+    backend: str,
+    gpus: list[dict[str, Any]] | None = None,
+    warnings: list[str] | None = None,
+    wall_s: float | None = None,
+    error: dict[str, Any] | None = None,
+    code: list[str] | None = None,
+    timings: dict[str, float] | None = None,
+) -> dict[str, Any]:
+    """The profile payload; `code` holds the profiled lines' text, for the renderers."""
+    lines = [_line_payload(cost) for cost in attribution["lines"]]  # type: ignore[arg-type]
+    pinned = pinned_bandwidth(lines)
+    for line in lines:
+        line["hints"] = line_hints(line, pinned)
+    return {
+        "schema": SCHEMA,
+        "source": source,
+        "backend": backend,
+        "gpus": gpus or [],
+        "wall_s": round(
+            wall_s if wall_s is not None else _s(attribution["end"] - attribution["start"]), 6
+        ),
+        "warnings": list(warnings or []),
+        "lines": lines,
+        "unattributed": {
+            "kernels": attribution["unattributed"]["kernels"],
+            "transfers": attribution["unattributed"]["transfers"],
+            "syncs": attribution["unattributed"]["syncs"],
+            "memsets": attribution["unattributed"]["memsets"],
+        },
+        "error": error,
+        "code": code or [],
+        "timings": timings or {},
+    }
+
+
+def failed_payload(
+    source: dict[str, Any], message: str, error_type: str, **extra: Any
+) -> dict[str, Any]:
+    """A payload for a run that produced no profile (killed, crashed, never started)."""
+    payload = {
+        "schema": SCHEMA,
+        "source": source,
+        "backend": "none",
+        "gpus": [],
+        "wall_s": extra.pop("wall_s", 0.0),
+        "warnings": extra.pop("warnings", []),
+        "lines": [],
+        "unattributed": {"kernels": 0, "transfers": 0, "syncs": 0, "memsets": 0},
+        "error": {"type": error_type, "message": message, "line": None},
+        "code": extra.pop("code", []),
+    }
+    payload.update(extra)
+    return payload
+
+
+# -- text ---------------------------------------------------------------------------------------
+def _size(n: float) -> str:
+    for unit in ("B", "K", "M", "G"):
+        if n < 1000 or unit == "G":
+            return f"{n:.0f}{unit}" if unit == "B" else f"{n:.1f}{unit}"
+        n /= 1000
+    return f"{n:.1f}G"
+
+
+def _transfers_cell(line: dict[str, Any]) -> str:
+    parts = []
+    for direction, block in line.get("transfers", {}).items():
+        if not block.get("count"):
+            continue
+        label = {"htod": "H2D", "dtoh": "D2H", "dtod": "D2D"}.get(direction, direction.upper())
+        kind = ""
+        if block.get("pageable"):
+            kind = (
+                " pageable"
+                if block["pageable"] == block["count"]
+                else f" {block['pageable']} pageable"
+            )
+        parts.append(
+            f"{label} {block['count']}x {_size(block['bytes'])} {block['s'] * 1e3:.2f}ms{kind}"
+        )
+    return "; ".join(parts)
+
+
+def _location(payload: dict[str, Any]) -> str:
+    source = payload.get("source", {})
+    where = source.get("path") or "<cell>"
+    if source.get("cell") is not None:
+        where += f" cell {source['cell']}"
+    if source.get("first_line") and source.get("last_line"):
+        where += f" (lines {source['first_line']}-{source['last_line']})"
+    return where
+
+
+def _ms(seconds: float, count: int) -> str:
+    return f"{seconds * 1e3:.2f}" if count else ""
+
+
+def render_text(payload: dict[str, Any]) -> str:
+    """A line_profiler-style table: every line of the cell, its costs, then hints."""
+    out = [
+        f"gpulens profile: {_location(payload)}  backend={payload.get('backend')}  "
+        f"wall {payload.get('wall_s', 0):.3f} s"
+    ]
+    for gpu in payload.get("gpus", []):
+        out.append(f"GPU {gpu['index']}: {gpu['name']}")
+    header = (
+        f"{'Line':>6} {'Hits':>7} {'Host ms':>9} {'Kernels':>8} {'GPU ms':>9} "
+        f"{'Syncs':>6} {'Stall ms':>9}  {'Copies':<34} Source"
+    )
+    out += ["", header, "=" * len(header)]
+    by_line = {line["line"]: line for line in payload.get("lines", [])}
+    first = payload.get("source", {}).get("first_line") or 1
+    code = payload.get("code") or []
+    numbers = list(range(first, first + len(code))) if code else sorted(by_line)
+    for number in numbers:
+        text = code[number - first].rstrip("\n") if code else ""
+        line = by_line.get(number)
+        if line is None:
+            out.append(
+                f"{number:>6} {'':>7} {'':>9} {'':>8} {'':>9} {'':>6} {'':>9}  {'':<34} {text}"
+            )
+            continue
+        kernels, syncs = line["kernels"], line["syncs"]
+        gpu_ms = _ms(kernels["gpu_s"], kernels["count"])
+        stall_ms = _ms(syncs["stall_s"], syncs["count"])
+        out.append(
+            f"{number:>6} {line['hits']:>7} {line['host_s'] * 1e3:>9.2f} "
+            f"{kernels['count'] or '':>8} {gpu_ms:>9} {syncs['count'] or '':>6} {stall_ms:>9}  "
+            f"{_transfers_cell(line):<34} {text}"
+        )
+    hints = [
+        (line["line"], hint) for line in payload.get("lines", []) for hint in line.get("hints", [])
+    ]
+    if hints:
+        out += ["", "Hints:"]
+        out += [f"  line {number}: {hint['message']}" for number, hint in hints]
+    lost = payload.get("unattributed", {})
+    if any(lost.values()):
+        out += ["", "Unattributed: " + ", ".join(f"{v} {k}" for k, v in lost.items() if v)]
+    error = payload.get("error")
+    if error:
+        at = f" at line {error['line']}" if error.get("line") else ""
+        out += ["", f"The cell stopped{at}: {error['type']}: {error['message']}"]
+    for warning in payload.get("warnings", []):
+        out.append(f"note: {warning}")
+    return "\n".join(out) + "\n"
+
+
+# -- html ---------------------------------------------------------------------------------------
+_STYLE = """
+.gpulens-profile{font:12px/1.4 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;color:#222}
+.gpulens-profile table{border-collapse:collapse}
+.gpulens-profile th{text-align:right;border-bottom:1px solid #999;padding:2px 8px;background:#f3f3f3}
+.gpulens-profile td{text-align:right;padding:1px 8px;white-space:nowrap}
+.gpulens-profile td.src{text-align:left;white-space:pre}
+.gpulens-profile td.copies{text-align:left}
+.gpulens-profile tr.hot td{background:#fff3e0}
+.gpulens-profile .hint{color:#8a4b00}
+.gpulens-profile .error{color:#b00020}
+.gpulens-profile .note{color:#666}
+"""
+
+
+def render_html(payload: dict[str, Any], page: bool = False) -> str:
+    """An HTML table of the profile; `page=True` gives a self-contained document."""
+    esc = html.escape
+    rows = []
+    by_line = {line["line"]: line for line in payload.get("lines", [])}
+    first = payload.get("source", {}).get("first_line") or 1
+    code = payload.get("code") or []
+    numbers = list(range(first, first + len(code))) if code else sorted(by_line)
+    gpu_total = sum(line["kernels"]["gpu_s"] for line in payload.get("lines", [])) or 0
+    for number in numbers:
+        text = code[number - first].rstrip("\n") if code else ""
+        line = by_line.get(number)
+        if line is None:
+            rows.append(
+                f'<tr><td>{number}</td><td colspan="7"></td><td class="src">{esc(text)}</td></tr>'
+            )
+            continue
+        hot = gpu_total and line["kernels"]["gpu_s"] >= 0.2 * gpu_total
+        kernels, syncs = line["kernels"], line["syncs"]
+        title = esc(
+            "\n".join(
+                f"{k['count']}x {k['gpu_s'] * 1e3:.3f} ms {k['name']}" for k in kernels["top"]
+            )
+        )
+        rows.append(
+            f"<tr{' class=hot' if hot else ''}><td>{number}</td><td>{line['hits']}</td>"
+            f"<td>{line['host_s'] * 1e3:.2f}</td>"
+            f'<td title="{title}">{kernels["count"] or ""}</td>'
+            f"<td>{_ms(kernels['gpu_s'], kernels['count'])}</td>"
+            f"<td>{syncs['count'] or ''}</td>"
+            f"<td>{_ms(syncs['stall_s'], syncs['count'])}</td>"
+            f'<td class="copies">{esc(_transfers_cell(line))}</td><td class="src">{esc(text)}</td></tr>'
+        )
+        for hint in line.get("hints", []):
+            rows.append(
+                f'<tr><td></td><td colspan="8" class="hint" style="text-align:left">'
+                f"&#9656; {esc(hint['message'])}</td></tr>"
+            )
+    gpus = ", ".join(f"GPU {g['index']}: {esc(g['name'])}" for g in payload.get("gpus", []))
+    notes = [f'<div class="note">note: {esc(w)}</div>' for w in payload.get("warnings", [])]
+    error = payload.get("error")
+    if error:
+        at = f" at line {error['line']}" if error.get("line") else ""
+        notes.insert(
+            0,
+            f'<div class="error">The cell stopped{at}: {esc(error["type"])}: {esc(error["message"])}</div>',
+        )
+    lost = payload.get("unattributed", {})
+    if any(lost.values()):
+        notes.append(
+            '<div class="note">unattributed: '
+            + esc(", ".join(f"{v} {k}" for k, v in lost.items() if v))
+            + "</div>"
+        )
+    body = (
+        f'<div class="gpulens-profile"><style>{_STYLE}</style>'
+        f"<div><b>gpulens profile</b> {esc(_location(payload))} &middot; backend {esc(str(payload.get('backend')))}"
+        f" &middot; wall {payload.get('wall_s', 0):.3f} s{' &middot; ' + gpus if gpus else ''}</div>"
+        "<table><thead><tr><th>Line</th><th>Hits</th><th>Host ms</th><th>Kernels</th><th>GPU ms</th>"
+        "<th>Syncs</th><th>Stall ms</th><th>Copies</th><th style='text-align:left'>Source</th></tr></thead>"
+        f"<tbody>{''.join(rows)}</tbody></table>{''.join(notes)}</div>"
+    )
+    if not page:
+        return body
+    return (
+        '<!DOCTYPE html><html><head><meta charset="utf-8"><title>gpulens profile</title></head>'
+        f"<body>{body}</body></html>\n"
+    )
