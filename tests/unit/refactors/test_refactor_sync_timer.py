@@ -101,7 +101,8 @@ def test_cupy_benchmark_for_a_single_call() -> None:
     text = "import cupy as cp\n\ncp.matmul(a, b, out=c)\n"
     assert applied(insert_cupy_benchmark, text, lines(2, 2)) == (
         "import cupy as cp\nimport cupyx.profiler\n\ncp.matmul(a, b, out=c)\n"
-        f"print(cupyx.profiler.benchmark(cp.matmul, (a, b), kwargs={{'out': c}}, n_repeat=100)){M}\n"
+        "print(cupyx.profiler.benchmark(cp.matmul, (a, b), kwargs={'out': c}, n_repeat=100))"
+        f"{M}\n"
     )
 
 

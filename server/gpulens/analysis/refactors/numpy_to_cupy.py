@@ -18,6 +18,7 @@ when it does not parse):
   * as a direct argument of a call into a host library (NumPy names left unported,
     ``matplotlib``, ``pandas``, ``scipy``, ``sklearn``, ``seaborn``, ``PIL``,
     ``torch.from_numpy``), inside the selection or after it.
+  A NumPy call written inside such a host call's arguments is not ported at all.
   Methods (``x.tolist()``, ``x.get()``), ``print(x)`` and attribute reads work on CuPy
   arrays and are left alone.
 """
@@ -85,9 +86,32 @@ def _portable_references(doc: Document, nodes: list[ast.AST]) -> list[tuple[ast.
         if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
             continue
         qualified = doc.imports.resolve(node) or ""
-        if qualified.startswith("numpy.") and qualified[6:] in CUPY_NAMES:
+        portable = qualified.startswith("numpy.") and qualified[6:] in CUPY_NAMES
+        if portable and not _feeds_host_call(doc, node):
             found.append((node, qualified[6:]))
     return found
+
+
+def _stays_on_host(doc: Document, call: ast.Call) -> bool:
+    """A call into a host library that porting leaves on the host."""
+    qualified = doc.imports.resolve(call.func) or ""
+    if qualified.startswith("numpy.") and qualified[6:] in CUPY_NAMES:
+        return False
+    return _is_host_call(doc, call)
+
+
+def _feeds_host_call(doc: Document, node: ast.AST) -> bool:
+    """Whether ``node`` computes an argument of a host call (``plt.plot(np.linspace(…))``)."""
+    child, parent = node, doc.parent(node)
+    while parent is not None and not isinstance(parent, ast.stmt):
+        if (
+            isinstance(parent, ast.Call)
+            and parent.func is not child
+            and _stays_on_host(doc, parent)
+        ):
+            return True
+        child, parent = parent, doc.parent(parent)
+    return False
 
 
 def _cupy_alias(doc: Document) -> tuple[str, Edit | None]:
