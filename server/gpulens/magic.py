@@ -26,7 +26,9 @@ def _parse(line: str) -> argparse.Namespace:
     return parser.parse_args(shlex.split(line))
 
 
-def profile_cell_in_kernel(shell: Any, cell: str, backend: str = "auto") -> tuple[dict[str, Any], BaseException | None]:
+def profile_cell_in_kernel(
+    shell: Any, cell: str, backend: str = "auto"
+) -> tuple[dict[str, Any], BaseException | None]:
     """Runs `cell` in `shell.user_ns` under the profiler: (payload, the cell's exception)."""
     from gpulens.profiler.attribution import attribute_records
     from gpulens.profiler.capture import profile_code

@@ -13,7 +13,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", metavar="FILE.py", help="the script to run")
     _add_options(parser)
     # argparse leaves options after FILE to a REMAINDER; run() parses them again, up to "--"
-    parser.add_argument("args", nargs=argparse.REMAINDER, metavar="-- ARGS", help="arguments for the script")
+    parser.add_argument(
+        "args", nargs=argparse.REMAINDER, metavar="-- ARGS", help="arguments for the script"
+    )
 
 
 def _add_options(parser: argparse.ArgumentParser) -> None:

@@ -75,8 +75,16 @@ def walk_timeline(events: LineEvents) -> tuple[Segments, dict[int, int], dict[in
     stack: list[list[Any]] = []
 
     def charge(frame: list[Any], now: int) -> None:
-        if frame[1] is not None:
-            host[frame[1]] = host.get(frame[1], 0) + now - frame[2]
+        line = frame[1]
+        if line is None:
+            return
+        # a frame below on the same line (a comprehension's frame) already covers this time
+        for other in stack:
+            if other is frame:
+                break
+            if other[1] == line:
+                return
+        host[line] = host.get(line, 0) + now - frame[2]
 
     def current() -> int | None:
         for frame in reversed(stack):

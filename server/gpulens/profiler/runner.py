@@ -148,7 +148,9 @@ def run_job(
             "(gpulens.profile.timeoutSeconds) or profile fewer steps"
         )
         if payload is None:
-            return failed_payload(source, message, "Timeout", code=code, output=tail, wall_s=elapsed)
+            return failed_payload(
+                source, message, "Timeout", code=code, output=tail, wall_s=elapsed
+            )
         line = (payload.get("error") or {}).get("line")
         payload["error"] = {"type": "Timeout", "message": message, "line": line}
         payload["warnings"].append("lines after the interruption did not run; figures are partial")

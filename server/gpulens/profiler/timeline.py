@@ -97,10 +97,9 @@ class LineRecorder:
             )
         mon.use_tool_id(tool, "gpulens")
         self._tool = tool
-        append, clock, raw = self._raw.append, self.clock, self._raw
+        append, clock = self._raw.append, self.clock
         main = threading.get_ident()
         get_ident = threading.get_ident
-        del raw
 
         # One tuple per event; code objects are mapped to indexes after the run.
         def on_line(code: CodeType, line: int) -> None:

@@ -1,0 +1,362 @@
+"""Ground-truth cells for the profiler, run on the device machine (`pytest -m gpu`).
+
+Each cell's answer is known from its source: the test counts what the code must do (N
+copies of B bytes, one sync per `.item()`) and checks the per-line payload against it.
+With GPULENS_FIXTURE_DIR set, each capture's raw records and line events are saved there
+(the CI attribution tests replay them).
+"""
+
+from __future__ import annotations
+
+import gzip
+import importlib.util
+import json
+import os
+import shutil
+import textwrap
+from typing import Any
+
+import pytest
+
+from gpulens.profiler.attribution import attribute_records
+from gpulens.profiler.capture import profile_code
+from gpulens.profiler.report import build_payload
+
+HAS_GPU = importlib.util.find_spec("torch") is not None and shutil.which("nvidia-smi") is not None
+HAS_CUPTI = importlib.util.find_spec("cupti") is not None
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(not HAS_GPU, reason="needs torch and an NVIDIA GPU (device machine)"),
+]
+needs_cupti = pytest.mark.skipif(not HAS_CUPTI, reason="needs cupti-python (gpulens[cupti])")
+
+
+@pytest.fixture(scope="module")
+def torch() -> Any:
+    import torch
+
+    if not torch.cuda.is_available():
+        pytest.skip("torch sees no CUDA device")
+    torch.ones(1, device="cuda").sum().item()  # context and allocator warm
+    return torch
+
+
+def profile(
+    name: str, source: str, namespace: dict[str, Any], backend: str = "cupti"
+) -> tuple[Any, dict[str, Any], dict[int, dict[str, Any]]]:
+    """Profiles `source` (lines numbered from 1) in `namespace`; (capture, payload, by line)."""
+    source = textwrap.dedent(source).strip("\n") + "\n"
+    filename = f"<gpulens-test-{name}>"
+    code = compile(source, filename, "exec")
+    capture = profile_code(code, namespace, backend)
+    attributed = attribute_records(capture.events, capture.records)
+    payload = build_payload(
+        attributed,
+        source={"path": filename, "cell": None, "first_line": 1},
+        backend=capture.backend,
+        gpus=capture.gpus,
+        warnings=capture.warnings,
+        error=capture.error,
+        code=source.splitlines(),
+        timings=capture.timings,
+    )
+    folder = os.environ.get("GPULENS_FIXTURE_DIR")
+    if folder and backend == "cupti":
+        os.makedirs(folder, exist_ok=True)
+        fixture = {
+            "name": name,
+            "source": source,
+            "backend": capture.backend,
+            "events": capture.events,
+            "records": capture.records,
+            "gpus": capture.gpus,
+            "error": capture.error,
+        }
+        with gzip.open(os.path.join(folder, f"{name}.json.gz"), "wt", encoding="utf-8") as out:
+            json.dump(fixture, out, separators=(",", ":"))
+    print(
+        f"\n[{name}] backend={capture.backend} timings={capture.timings} warnings={capture.warnings}"
+    )
+    return capture, payload, {line["line"]: line for line in payload["lines"]}
+
+
+def line_of(source: str, marker: str) -> int:
+    lines = textwrap.dedent(source).strip("\n").splitlines()
+    return next(i for i, text in enumerate(lines, 1) if marker in text)
+
+
+@needs_cupti
+def test_cupti_records_decode_with_cupti_python_dtypes(torch: Any) -> None:
+    from cupti import cupti
+
+    from gpulens.profiler.capture import cupti as backend
+
+    for name in ("activity_api_dtype", "activity_memcpy6_dtype", "activity_synchronization2_dtype"):
+        print(name, getattr(cupti, name).names)
+    print("kernel dtype", backend._latest_dtype(cupti, "kernel").names)
+    capture, _, _ = profile("decode", "y = torch.ones(8, device='cuda') * 2\n", {"torch": torch})
+    assert capture.backend == "cupti", capture.warnings
+    assert not any("laid out differently" in w for w in capture.warnings)
+    print("libcupti", backend._libcupti_path())
+
+
+SMALL_COPIES = """
+out = [h.to("cuda") for h in host]  # copies
+torch.cuda.synchronize()
+"""
+
+
+@needs_cupti
+def test_small_pageable_copies_on_one_line(torch: Any) -> None:
+    n, floats = 100, 1024
+    host = [torch.ones(floats) for _ in range(n)]
+    _, payload, lines = profile("small_copies", SMALL_COPIES, {"torch": torch, "host": host})
+    htod = lines[line_of(SMALL_COPIES, "# copies")]["transfers"]["htod"]
+    assert htod["count"] == n
+    assert htod["bytes"] == n * floats * 4
+    assert htod["pageable"] == n
+    assert payload["unattributed"]["transfers"] == 0
+
+
+BIG_COPIES = """
+d_big = big.to("cuda")  # pageable
+d_pin = pinned.to("cuda", non_blocking=True)  # pinned
+back = d_big.cpu()  # d2h
+torch.cuda.synchronize()
+"""
+
+
+@needs_cupti
+def test_large_pageable_pinned_and_d2h_copies(torch: Any) -> None:
+    big = torch.empty(100_000_000, dtype=torch.float32)
+    pinned = torch.empty(10_000_000, dtype=torch.float32).pin_memory()
+    _, _, lines = profile("big_copies", BIG_COPIES, {"torch": torch, "big": big, "pinned": pinned})
+    pageable = lines[line_of(BIG_COPIES, "# pageable")]
+    assert pageable["transfers"]["htod"]["bytes"] == 400_000_000
+    assert pageable["transfers"]["htod"]["pageable"] == pageable["transfers"]["htod"]["count"]
+    assert any(h["code"] == "pinned-memory" for h in pageable["hints"])
+    pin = lines[line_of(BIG_COPIES, "# pinned")]["transfers"]["htod"]
+    assert (pin["count"], pin["bytes"], pin["pinned"], pin["pageable"]) == (1, 40_000_000, 1, 0)
+    d2h = lines[line_of(BIG_COPIES, "# d2h")]["transfers"]["dtoh"]
+    assert d2h["bytes"] == 400_000_000
+    assert d2h["count"] >= 1
+
+
+ITEM_LOOP = """
+total = 0.0
+for step in range(steps):
+    total += (x * step).sum().item()  # item
+"""
+
+
+@needs_cupti
+@pytest.mark.parametrize("backend", ["cupti", "torch"])
+def test_item_every_step_is_one_sync_and_one_small_d2h(torch: Any, backend: str) -> None:
+    steps = 50
+    namespace = {"torch": torch, "x": torch.ones(1000, device="cuda"), "steps": steps}
+    capture, _, lines = profile(f"item_sync_{backend}", ITEM_LOOP, namespace, backend)
+    assert capture.backend == backend, capture.warnings
+    line = lines[line_of(ITEM_LOOP, "# item")]
+    assert line["hits"] == steps
+    assert line["syncs"]["count"] == steps
+    assert line["transfers"]["dtoh"]["count"] == steps
+    if backend == "cupti":
+        assert line["transfers"]["dtoh"]["bytes"] == 4 * steps
+    assert line["kernels"]["count"] == 2 * steps  # mul and sum
+    assert any(h["code"] == "GPU001" for h in line["hints"])
+
+
+TRAIN = """
+for step in range(steps):
+    opt.zero_grad(set_to_none=True)
+    loss = F.cross_entropy(model(data), target)  # forward
+    loss.backward()  # backward
+    opt.step()
+    loss.item()
+"""
+
+
+@needs_cupti
+def test_backward_on_the_autograd_thread_lands_on_its_line(torch: Any) -> None:
+    steps = 20
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(
+        torch.nn.Linear(784, 512), torch.nn.ReLU(), torch.nn.Linear(512, 10)
+    ).cuda()
+    namespace = {
+        "steps": steps,
+        "model": model,
+        "opt": torch.optim.SGD(model.parameters(), lr=0.01),
+        "F": torch.nn.functional,
+        "data": torch.randn(256, 784, device="cuda"),
+        "target": torch.randint(0, 10, (256,), device="cuda"),
+    }
+    exec(compile(TRAIN.replace("steps)", "2)"), "<warmup>", "exec"), namespace)
+    capture, payload, lines = profile("train_step", TRAIN, namespace)
+    assert payload["unattributed"] == {"kernels": 0, "transfers": 0, "syncs": 0, "memsets": 0}
+    backward = lines[line_of(TRAIN, "# backward")]
+    assert backward["kernels"]["count"] > 0
+    assert backward["kernels"]["count"] % steps == 0
+    assert backward["other_thread_calls"] > 0  # autograd's device thread launched them
+    assert lines[line_of(TRAIN, "# forward")]["kernels"]["count"] % steps == 0
+    assert lines[line_of(TRAIN, "loss.item()")]["syncs"]["count"] == steps
+
+
+CUPY = """
+for i in range(10):
+    b = double(a)  # launch
+cp.cuda.Device().synchronize()
+"""
+
+
+@needs_cupti
+def test_cupy_elementwise_kernels(torch: Any) -> None:
+    cp = pytest.importorskip("cupy")
+    double = cp.ElementwiseKernel("float32 x", "float32 y", "y = x * 2", "gpulens_double")
+    a = cp.arange(1_000_000, dtype=cp.float32)
+    double(a)  # compile and load outside the profile
+    _, _, lines = profile("cupy_elementwise", CUPY, {"cp": cp, "double": double, "a": a})
+    kernels = lines[line_of(CUPY, "# launch")]["kernels"]
+    assert kernels["count"] == 10
+    assert "gpulens_double" in kernels["top"][0]["name"]
+
+
+NUMBA = """
+for _ in range(5):
+    add_one[4, 256](d)  # launch
+cuda.synchronize()
+"""
+
+
+@needs_cupti
+def test_numba_cuda_jit_kernel(torch: Any) -> None:
+    pytest.importorskip("numba")
+    import numpy as np
+    from numba import cuda
+
+    @cuda.jit
+    def add_one(x: Any) -> None:
+        i = cuda.grid(1)
+        if i < x.size:
+            x[i] += 1
+
+    d = cuda.to_device(np.zeros(1000, np.float32))
+    add_one[4, 256](d)
+    cuda.synchronize()
+    _, _, lines = profile("numba_kernel", NUMBA, {"cuda": cuda, "add_one": add_one, "d": d})
+    kernels = lines[line_of(NUMBA, "# launch")]["kernels"]
+    assert kernels["count"] == 5
+    assert "add_one" in kernels["top"][0]["name"]
+    assert d.copy_to_host()[0] == 6
+
+
+NESTED = """
+def step(x):
+    y = x * 2  # mul
+    return y.sum()  # sum
+for _ in range(7):
+    s = step(x)  # call
+    z = x + 1  # add
+"""
+
+
+@needs_cupti
+def test_nested_function_lines_and_return_to_caller(torch: Any) -> None:
+    _, _, lines = profile("nested_function", NESTED, {"x": torch.ones(1000, device="cuda")})
+    assert lines[line_of(NESTED, "# mul")]["kernels"]["count"] == 7
+    assert lines[line_of(NESTED, "# sum")]["kernels"]["count"] == 7
+    assert lines[line_of(NESTED, "# add")]["kernels"]["count"] == 7
+    assert lines[line_of(NESTED, "# call")]["kernels"]["count"] == 0
+    assert lines[line_of(NESTED, "# call")]["hits"] == 7
+
+
+OOM = """
+y = x + 1  # before
+huge = torch.empty(10**14, dtype=torch.uint8, device="cuda")  # oom
+z = x + 2  # after
+"""
+
+
+@needs_cupti
+def test_cuda_oom_mid_cell_is_reported_and_the_process_stays_usable(torch: Any) -> None:
+    capture, payload, lines = profile(
+        "oom", OOM, {"torch": torch, "x": torch.ones(10, device="cuda")}
+    )
+    assert capture.error is not None
+    assert "OutOfMemory" in capture.error["type"]
+    assert capture.error["line"] == line_of(OOM, "# oom")
+    assert lines[line_of(OOM, "# before")]["kernels"]["count"] == 1
+    assert line_of(OOM, "# after") not in lines
+    assert torch.ones(3, device="cuda").sum().item() == 3
+    again, _, _ = profile("after_oom", "w = torch.ones(4, device='cuda') * 3\n", {"torch": torch})
+    assert again.backend == "cupti" and again.error is None
+
+
+@needs_cupti
+def test_torch_profiler_works_after_a_gpulens_profile(torch: Any) -> None:
+    profile("before_torch_profiler", "y = torch.ones(64, device='cuda') + 1\n", {"torch": torch})
+    from torch.profiler import ProfilerActivity
+    from torch.profiler import profile as torch_profile
+
+    a = torch.randn(512, 512, device="cuda")
+    with torch_profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        (a @ a).sum().item()
+    device_events = [e for e in prof.events() if str(e.device_type).endswith("CUDA")]
+    assert device_events, "torch.profiler recorded no GPU activity after gpulens"
+    # and gpulens again, after torch.profiler
+    capture, _, lines = profile(
+        "after_torch_profiler", "y = torch.ones(64, device='cuda') + 1\n", {"torch": torch}
+    )
+    assert capture.backend == "cupti"
+    assert lines[1]["kernels"]["count"] == 2
+
+
+def test_gpulens_falls_back_while_torch_profiler_holds_cupti(torch: Any) -> None:
+    from torch.profiler import ProfilerActivity
+    from torch.profiler import profile as torch_profile
+
+    with torch_profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]):
+        capture, _, _ = profile(
+            "held", "y = torch.ones(8, device='cuda') + 1\n", {"torch": torch}, "auto"
+        )
+    assert capture.backend == "host"
+    assert any("torch.profiler" in w for w in capture.warnings)
+
+
+@needs_cupti
+def test_cli_profiles_the_demo_cell_with_cupti(tmp_path: Any) -> None:
+    import subprocess
+    import sys
+
+    out = tmp_path / "demo.json"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "gpulens",
+            "profile",
+            "examples/profile_demo.py",
+            "--cell",
+            "3",
+            "--format",
+            "json",
+            "-o",
+            str(out),
+            "--timeout",
+            "120",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    payload = json.loads(out.read_text())
+    assert payload["backend"] == "cupti", payload["warnings"]
+    first = payload["source"]["first_line"]
+    item = next(
+        line for line in payload["lines"] if ".item()" in payload["code"][line["line"] - first]
+    )
+    assert item["hits"] == 200  # STEPS in the demo
+    assert item["syncs"]["count"] == item["hits"]
+    assert payload["unattributed"]["kernels"] == 0
