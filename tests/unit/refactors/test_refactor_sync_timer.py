@@ -158,3 +158,15 @@ def test_header_to_part_of_the_body_takes_the_whole_statement() -> None:
 
 def test_whole_file_is_no_selection() -> None:
     assert insert_sync_timer("x = 1\n", None) == []
+
+
+def test_elif_header_times_the_whole_if() -> None:
+    text = "import torch\nif a:\n    x = torch.ones(1)\nelif b:\n    x = torch.zeros(1)\n"
+    output = applied(lambda t, s: insert_sync_timer(t, s, warmup=False), text, lines(3, 3))
+    assert output.splitlines()[5:10] == [
+        "if a:",
+        "    x = torch.ones(1)",
+        "elif b:",
+        "    x = torch.zeros(1)",
+        f"end_event.record(){M}",
+    ]

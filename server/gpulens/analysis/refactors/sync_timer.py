@@ -196,14 +196,20 @@ def _innermost(doc: Document, line: int, latest: bool) -> ast.stmt | None:
         key = (depth, order if node.lineno - 1 == line else 0)
         if best_key is None or key > best_key:
             best, best_key = node, key
-    # `if x: y` on one line: time the `if`, not its body
     while best is not None:
         parent = doc.parent(best)
-        if isinstance(parent, ast.stmt) and parent.lineno - 1 == best.lineno - 1:
-            best = parent
-        else:
+        # `if x: y` on one line: time the `if`, not its body; an `elif` is part of its `if`
+        same_line = isinstance(parent, ast.stmt) and parent.lineno == best.lineno
+        is_elif = isinstance(best, ast.If) and _starts_with(doc, best, "elif")
+        if not (same_line or is_elif):
             break
+        best = parent  # type: ignore[assignment]
     return best
+
+
+def _starts_with(doc: Document, stmt: ast.stmt, keyword: str) -> bool:
+    line, column = doc.start(stmt)
+    return re.match(rf"{keyword}\b", doc.lines[line][column:]) is not None
 
 
 def _ancestry(doc: Document, stmt: ast.stmt) -> list[tuple[ast.stmt, list[ast.stmt]]]:
