@@ -1,0 +1,248 @@
+"""Code actions: quick-fixes bound to their diagnostics, "Suppress GPUxxx on this line",
+`source.fixAll.gpulens`, and the selection refactors as `refactor.rewrite`.
+
+The actions are built in a worker thread from the latest analysis: the fix-all loop and the
+refactors parse the text again, which must not hold up the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from lsprotocol import types
+from pygls.workspace.position_codec import PositionCodec
+
+from gpulens.analysis import Analysis, Edit, Finding, Span
+from gpulens.analysis.edits import apply_edits, first_safe_fix, fix_all_edits
+from gpulens.lsp.convert import (
+    SOURCE,
+    LineIndex,
+    edits_to_text_edits,
+    finding_to_diagnostic,
+    minimal_replacement,
+    workspace_edit,
+)
+from gpulens.lsp.documents import Snapshot, analyse
+
+if TYPE_CHECKING:
+    from gpulens.lsp.server import GpulensServer
+
+logger = logging.getLogger(__name__)
+
+QUICK_FIX = types.CodeActionKind.QuickFix.value
+REFACTOR = types.CodeActionKind.RefactorRewrite.value
+FIX_ALL = f"{types.CodeActionKind.SourceFixAll.value}.{SOURCE}"
+KINDS = [QUICK_FIX, REFACTOR, FIX_ALL]
+
+# A fix can enable another (a variable moved to the device makes a later copy redundant);
+# five rounds settle every case we know, and bound the cost of a pathological one.
+MAX_FIX_ALL_ROUNDS = 5
+
+_SUPPRESSION = re.compile(r"#\s*gpulens:\s*ignore\[(?P<codes>[^\]]*)\]")
+
+
+def wanted(kind: str, only: Sequence[str] | None) -> bool:
+    """Whether ``kind`` is asked for: `only` entries are kind prefixes (`source` asks for
+    `source.fixAll.gpulens`)."""
+    if not only:
+        return True
+    prefixes = [str(getattr(entry, "value", entry)) for entry in only]
+    return any(kind == prefix or kind.startswith(prefix + ".") for prefix in prefixes)
+
+
+@dataclass(frozen=True, slots=True)
+class ActionRequest:
+    snapshot: Snapshot
+    index: int  # which text of the snapshot the request is about
+    analysis: Analysis
+    selection: types.Range
+    only: Sequence[str] | None
+    client_diagnostics: Sequence[types.Diagnostic]
+    codec: PositionCodec
+    versioned_edits: bool
+
+    @property
+    def uri(self) -> str:
+        return self.snapshot.uris[self.index]
+
+    @property
+    def text(self) -> str:
+        return self.snapshot.texts[self.index]
+
+    @property
+    def version(self) -> int | None:
+        return self.snapshot.version_of(self.uri)
+
+
+def build_actions(request: ActionRequest) -> list[types.CodeAction]:
+    """Every action that applies at the request's selection, in menu order."""
+    index = LineIndex(request.text, request.codec)
+    selection = index.range_to_span(request.selection)
+    here = [f for f in request.analysis.findings if f.span.overlaps(selection)]
+    actions: list[types.CodeAction] = []
+    if wanted(QUICK_FIX, request.only):
+        actions.extend(_quick_fixes(request, index, here))
+        actions.extend(_suppressions(request, index, here))
+    if wanted(REFACTOR, request.only):
+        actions.extend(_refactors(request, index, selection))
+    # without `only` (the light bulb) fix-all is offered once there is more than one fix
+    fixable = sum(1 for f in request.analysis.findings if first_safe_fix(f) is not None)
+    if (request.only and wanted(FIX_ALL, request.only)) or (not request.only and fixable > 1):
+        action = _fix_all(request, index)
+        if action is not None:
+            actions.append(action)
+    return actions
+
+
+def _edit(request: ActionRequest, index: LineIndex, edits: Sequence[Edit]) -> types.WorkspaceEdit:
+    return workspace_edit(
+        request.uri, request.version, edits_to_text_edits(edits, index), request.versioned_edits
+    )
+
+
+def _diagnostic(request: ActionRequest, index: LineIndex, finding: Finding) -> types.Diagnostic:
+    """The client's copy of the finding's diagnostic when it sent one, else ours."""
+    ours = finding_to_diagnostic(finding, index)
+    for theirs in request.client_diagnostics:
+        if theirs.source == SOURCE and theirs.code == ours.code and theirs.range == ours.range:
+            return theirs
+    return ours
+
+
+def _quick_fixes(
+    request: ActionRequest, index: LineIndex, findings: Sequence[Finding]
+) -> list[types.CodeAction]:
+    actions = []
+    for finding in findings:
+        preferred = first_safe_fix(finding)
+        for fix in finding.fixes:
+            actions.append(
+                types.CodeAction(
+                    title=fix.title,
+                    kind=QUICK_FIX,
+                    diagnostics=[_diagnostic(request, index, finding)],
+                    edit=_edit(request, index, fix.edits),
+                    is_preferred=True if fix is preferred else None,
+                )
+            )
+    return actions
+
+
+def suppression_edit(line_text: str, line: int, code: str) -> Edit:
+    """Add ``code`` to the line's `# gpulens: ignore[...]` comment, or append one."""
+    content = line_text.rstrip("\r\n")
+    match = _SUPPRESSION.search(content)
+    if match is not None:
+        end = match.end("codes")
+        joiner = ", " if match.group("codes").strip() else ""
+        return Edit(Span.point(line, end), f"{joiner}{code}")
+    end = len(content.rstrip())
+    return Edit(Span(line, end, line, len(content)), f"  # gpulens: ignore[{code}]")
+
+
+def _suppressions(
+    request: ActionRequest, index: LineIndex, findings: Sequence[Finding]
+) -> list[types.CodeAction]:
+    actions = []
+    done: set[tuple[str, int]] = set()
+    for finding in findings:
+        line = finding.span.line
+        # a comment after a line continuation would end the statement there
+        if index.lines[line].rstrip("\r\n").endswith("\\"):
+            line = finding.span.end_line
+        if (finding.code, line) in done or line >= len(index.lines):
+            continue
+        done.add((finding.code, line))
+        edit = suppression_edit(index.lines[line], line, finding.code)
+        actions.append(
+            types.CodeAction(
+                title=f"Suppress {finding.code} on this line",
+                kind=QUICK_FIX,
+                diagnostics=[_diagnostic(request, index, finding)],
+                edit=_edit(request, index, [edit]),
+            )
+        )
+    return actions
+
+
+def _refactors(request: ActionRequest, index: LineIndex, selection: Span) -> list[types.CodeAction]:
+    from gpulens.analysis.refactors import refactors_for
+
+    try:
+        fixes = refactors_for(request.text, selection, request.snapshot.config.device)
+    except Exception:  # one broken refactor must not take the quick-fixes down with it
+        logger.exception("refactors failed for %s", request.uri)
+        return []
+    return [
+        types.CodeAction(title=fix.title, kind=REFACTOR, edit=_edit(request, index, fix.edits))
+        for fix in fixes
+    ]
+
+
+def fixed_text(snapshot: Snapshot, position: int, first: Analysis) -> str:
+    """The text after applying the first safe fix of every finding until nothing changes."""
+    text = snapshot.texts[position]
+    analysis: Analysis | None = first
+    for _ in range(MAX_FIX_ALL_ROUNDS):
+        if analysis is None:
+            break
+        new_text = apply_edits(text, fix_all_edits(analysis.findings))
+        if new_text == text:
+            break
+        text = new_text
+        analyses = analyse(snapshot.with_text(position, text))
+        analysis = None if analyses is None else analyses[position]
+    return text
+
+
+def _fix_all(request: ActionRequest, index: LineIndex) -> types.CodeAction | None:
+    after = fixed_text(request.snapshot, request.index, request.analysis)
+    if after == request.text:
+        return None
+    edit = minimal_replacement(request.text, after)
+    return types.CodeAction(
+        title="Fix all gpulens problems",
+        kind=FIX_ALL,
+        edit=_edit(request, index, [edit]),
+    )
+
+
+def _versioned_edits(ls: GpulensServer) -> bool:
+    workspace = ls.client_capabilities.workspace
+    edit = None if workspace is None else workspace.workspace_edit
+    return bool(edit and edit.document_changes)
+
+
+def register(server: GpulensServer) -> None:
+    @server.feature(
+        types.TEXT_DOCUMENT_CODE_ACTION,
+        types.CodeActionOptions(code_action_kinds=KINDS, resolve_provider=False),
+    )
+    async def code_action(
+        ls: GpulensServer, params: types.CodeActionParams
+    ) -> list[types.CodeAction] | None:
+        uri = params.text_document.uri
+        result = await ls.diagnostics.current(uri)
+        if result is None:
+            return None
+        found = result.analysis_of(uri)
+        position = result.snapshot.index_of(uri)
+        if found is None or position is None:
+            return None
+        request = ActionRequest(
+            snapshot=result.snapshot,
+            index=position,
+            analysis=found[1],
+            selection=params.range,
+            only=params.context.only,
+            client_diagnostics=params.context.diagnostics,
+            codec=ls.workspace.position_codec,
+            versioned_edits=_versioned_edits(ls),
+        )
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(ls.diagnostics.pool, build_actions, request)

@@ -1,0 +1,165 @@
+"""lsprotocol <-> analysis.model: positions, severities, diagnostics and edits.
+
+The analysis counts columns in code points; the client counts them in its negotiated
+position encoding (UTF-16 unless it asked otherwise). Lines are split the way LSP splits
+them (``\\n``, ``\\r\\n``, ``\\r``), not the way ``str.splitlines`` does.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+
+from lsprotocol import types
+from pygls.workspace.position_codec import PositionCodec
+
+from gpulens.analysis.model import Edit, Finding, Severity, Span
+
+SOURCE = "gpulens"
+
+_LSP_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
+
+_SEVERITY = {
+    Severity.ERROR: types.DiagnosticSeverity.Error,
+    Severity.WARNING: types.DiagnosticSeverity.Warning,
+    Severity.INFO: types.DiagnosticSeverity.Information,
+    Severity.HINT: types.DiagnosticSeverity.Hint,
+}
+
+
+def severity_to_lsp(severity: Severity) -> types.DiagnosticSeverity:
+    return _SEVERITY[severity]
+
+
+class LineIndex:
+    """The lines of one text, for converting columns between code points and client units."""
+
+    __slots__ = ("_codec", "lines")
+
+    def __init__(self, text: str, codec: PositionCodec) -> None:
+        self.lines: list[str] = _LSP_LINE.findall(text) or [""]
+        if text.endswith(("\n", "\r")):
+            self.lines.append("")
+        self._codec = codec
+
+    def _line(self, line: int) -> str:
+        return self.lines[line].rstrip("\r\n") if 0 <= line < len(self.lines) else ""
+
+    def to_client(self, line: int, column: int) -> types.Position:
+        """A code-point position of the analysis as a client position, clamped to the text."""
+        if line >= len(self.lines):
+            return types.Position(line=len(self.lines) - 1, character=self._units(self._line(-1)))
+        text = self._line(max(line, 0))
+        column = max(0, min(column, len(text)))
+        if text.isascii():
+            return types.Position(line=max(line, 0), character=column)
+        return types.Position(line=max(line, 0), character=self._units(text[:column]))
+
+    def from_client(self, position: types.Position) -> tuple[int, int]:
+        """A client position as (line, code-point column), clamped to the text."""
+        if position.line >= len(self.lines):
+            last = len(self.lines) - 1
+            return last, len(self._line(last))
+        text = self._line(position.line)
+        if text.isascii():
+            return position.line, min(position.character, len(text))
+        units = 0
+        for index, char in enumerate(text):
+            if units >= position.character:
+                return position.line, index
+            units += self._codec.impl.code_units_for_char(char)
+        return position.line, len(text)
+
+    def _units(self, text: str) -> int:
+        return len(text) if text.isascii() else self._codec.client_num_units(text)
+
+    def span_to_range(self, span: Span) -> types.Range:
+        return types.Range(
+            start=self.to_client(span.line, span.column),
+            end=self.to_client(span.end_line, span.end_column),
+        )
+
+    def range_to_span(self, lsp_range: types.Range) -> Span:
+        line, column = self.from_client(lsp_range.start)
+        end_line, end_column = self.from_client(lsp_range.end)
+        if (end_line, end_column) < (line, column):
+            line, column, end_line, end_column = end_line, end_column, line, column
+        return Span(line, column, end_line, end_column)
+
+    def end(self) -> types.Position:
+        return self.to_client(len(self.lines) - 1, len(self._line(len(self.lines) - 1)))
+
+
+def finding_to_diagnostic(finding: Finding, index: LineIndex) -> types.Diagnostic:
+    return types.Diagnostic(
+        range=index.span_to_range(finding.span),
+        message=finding.message,
+        severity=severity_to_lsp(finding.severity),
+        code=finding.code,
+        source=SOURCE,
+        # lets a client tell fixable findings apart without asking for code actions
+        data={"fixable": any(fix.safe for fix in finding.fixes)},
+    )
+
+
+def edits_to_text_edits(edits: Iterable[Edit], index: LineIndex) -> list[types.TextEdit]:
+    return [
+        types.TextEdit(range=index.span_to_range(edit.span), new_text=edit.new_text)
+        for edit in edits
+    ]
+
+
+def workspace_edit(
+    uri: str,
+    version: int | None,
+    text_edits: Sequence[types.TextEdit],
+    versioned: bool,
+) -> types.WorkspaceEdit:
+    """One document's edits; versioned (documentChanges) when the client supports it, so a
+    client can refuse an edit computed for an older text."""
+    if versioned:
+        return types.WorkspaceEdit(
+            document_changes=[
+                types.TextDocumentEdit(
+                    text_document=types.OptionalVersionedTextDocumentIdentifier(
+                        uri=uri, version=version
+                    ),
+                    edits=list(text_edits),
+                )
+            ]
+        )
+    return types.WorkspaceEdit(changes={uri: list(text_edits)})
+
+
+def minimal_replacement(before: str, after: str) -> Edit:
+    """The smallest single edit that turns ``before`` into ``after`` (code-point columns)."""
+    limit = min(len(before), len(after))
+    prefix = 0
+    while prefix < limit and before[prefix] == after[prefix]:
+        prefix += 1
+    suffix = 0
+    while (
+        suffix < limit - prefix
+        and before[len(before) - 1 - suffix] == after[len(after) - 1 - suffix]
+    ):
+        suffix += 1
+    # never split a "\r\n" pair: LSP positions cannot point between its two characters
+    while prefix > 0 and before[prefix - 1] == "\r" and before[prefix : prefix + 1] == "\n":
+        prefix -= 1
+    while (
+        suffix > 0
+        and before[len(before) - suffix] == "\n"
+        and before[len(before) - suffix - 1 : len(before) - suffix] == "\r"
+    ):
+        suffix -= 1
+    start = _offset_to_position(before, prefix)
+    end = _offset_to_position(before, len(before) - suffix)
+    return Edit(Span(start[0], start[1], end[0], end[1]), after[prefix : len(after) - suffix])
+
+
+def _offset_to_position(text: str, offset: int) -> tuple[int, int]:
+    """(line, code-point column) of a string offset, lines split the LSP way."""
+    head = text[:offset]
+    line_start = max(head.rfind("\n"), head.rfind("\r")) + 1
+    line = head.count("\n") + head.count("\r") - head.count("\r\n")
+    return line, offset - line_start

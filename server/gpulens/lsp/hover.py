@@ -1,0 +1,72 @@
+"""Hover on a finding: the rule's documentation (what happens on the GPU, bad and good code)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from lsprotocol import types
+
+from gpulens.analysis import Finding, Span
+from gpulens.lsp.convert import LineIndex
+
+if TYPE_CHECKING:
+    from gpulens.lsp.server import GpulensServer
+
+logger = logging.getLogger(__name__)
+
+
+def rule_doc(code: str) -> str | None:
+    """The rule's Markdown doc, or None for a code the catalogue does not (yet) hold."""
+    try:
+        # imported on first hover: registering every rule costs time the server's start
+        # does not need to spend
+        from gpulens.analysis.rules import RULES
+    except Exception:
+        logger.exception("the rule catalogue failed to import")
+        return None
+    rule = RULES.get(code)
+    return None if rule is None else rule.doc
+
+
+def hover_text(findings: Sequence[Finding]) -> str:
+    """Markdown for the findings under the cursor: each one's message, then its rule's doc."""
+    parts: list[str] = []
+    seen: set[str] = set()
+    for finding in findings:
+        part = f"**{finding.code}** {finding.message}"
+        doc = None if finding.code in seen else rule_doc(finding.code)
+        seen.add(finding.code)
+        parts.append(part if doc is None else f"{part}\n\n{doc}")
+    return "\n\n---\n\n".join(parts)
+
+
+def _markup_kind(ls: GpulensServer) -> types.MarkupKind:
+    document = ls.client_capabilities.text_document
+    hover = None if document is None else document.hover
+    formats = None if hover is None else hover.content_format
+    if formats and types.MarkupKind.Markdown not in formats:
+        return types.MarkupKind.PlainText
+    return types.MarkupKind.Markdown
+
+
+def register(server: GpulensServer) -> None:
+    @server.feature(types.TEXT_DOCUMENT_HOVER)
+    async def hover(ls: GpulensServer, params: types.HoverParams) -> types.Hover | None:
+        uri = params.text_document.uri
+        result = await ls.diagnostics.current(uri)
+        found = None if result is None else result.analysis_of(uri)
+        if found is None:
+            return None
+        text, analysis = found
+        index = LineIndex(text, ls.workspace.position_codec)
+        line, column = index.from_client(params.position)
+        point = Span.point(line, column)
+        here = [f for f in analysis.findings if f.span.contains(point)]
+        if not here:
+            return None
+        return types.Hover(
+            contents=types.MarkupContent(kind=_markup_kind(ls), value=hover_text(here)),
+            range=index.span_to_range(here[0].span),
+        )

@@ -1,0 +1,304 @@
+"""The `gpulens` settings section: read from the editor, validated, merged with pyproject.toml.
+
+Sources, later ones winning: `[tool.gpulens]` of the document's pyproject.toml, the editor's
+settings (initializationOptions, `workspace/configuration`, `workspace/didChangeConfiguration`),
+then the device picked with the `gpulens.selectDevice` command. A bad value is reported and
+ignored; the rest of the settings still apply.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
+
+from lsprotocol import types
+from pygls.uris import to_fs_path
+
+from gpulens.analysis.config import (
+    DEFAULT_CONFIG,
+    Config,
+    ConfigError,
+    load_config,
+    parse_codes,
+    parse_severities,
+)
+from gpulens.analysis.model import Severity
+
+if TYPE_CHECKING:
+    from gpulens.lsp.server import GpulensServer
+
+SECTION = "gpulens"
+logger = logging.getLogger(__name__)
+
+# torch device strings the fixes may write; an index only where the backend has several
+DEVICE = re.compile(r"^(?:cpu|mps|meta|(?:cuda|xpu|hpu|npu|xla|mtia|privateuseone)(?::\d+)?)$")
+
+# How long a document waits for the first `workspace/configuration` answer before it is
+# analysed with defaults: long enough for a live client, short enough for a silent one.
+FIRST_SETTINGS_TIMEOUT_S = 2.0
+
+
+def validate_device(value: object) -> str:
+    if not isinstance(value, str) or not DEVICE.match(value.strip()):
+        raise ConfigError(
+            f"{value!r} is not a device gpulens can write; use cpu, cuda, cuda:N, mps or xpu"
+        )
+    return value.strip()
+
+
+@dataclass(frozen=True, slots=True)
+class EditorSettings:
+    """What the editor set; None means "not set here" (pyproject.toml or the default applies)."""
+
+    device: str | None = None
+    status_interval_seconds: float = 2.0
+    select: frozenset[str] | None = None
+    ignore: frozenset[str] | None = None
+    severity: Mapping[str, Severity] = field(default_factory=lambda: MappingProxyType({}))
+    profile_python: str | None = None
+    profile_timeout_seconds: float | None = None
+
+
+def _flatten(raw: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested and dotted forms alike: {"rules": {"ignore": x}} == {"rules.ignore": x}."""
+    flat: dict[str, Any] = {}
+    for key, value in raw.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping) and name != "rules.severity":
+            flat.update(_flatten(value, f"{name}."))
+        else:
+            flat[name] = value
+    return flat
+
+
+def _positive_number(value: object, what: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        raise ConfigError(f"{what} must be a positive number of seconds, got {value!r}")
+    return float(value)
+
+
+def plain(value: object) -> object:
+    """JSON-like data as dicts and lists (pygls may hand over namedtuples for JSON objects)."""
+    if hasattr(value, "_asdict"):
+        return {k: plain(v) for k, v in value._asdict().items()}  # type: ignore[attr-defined]
+    if isinstance(value, Mapping):
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [plain(v) for v in value]
+    return value
+
+
+def parse_settings(raw: object) -> tuple[EditorSettings, list[str]]:
+    """Settings from the editor's `gpulens` object, and one message per value left out."""
+    raw = plain(raw)
+    problems: list[str] = []
+    if raw is None:
+        return EditorSettings(), problems
+    if not isinstance(raw, Mapping):
+        return EditorSettings(), [f"gpulens settings must be an object, got {type(raw).__name__}"]
+    flat = _flatten(raw)
+    settings = EditorSettings()
+    parsers: dict[str, Callable[[Any], dict[str, Any]]] = {
+        "device": lambda v: {"device": None if v in (None, "") else validate_device(v)},
+        "statusIntervalSeconds": lambda v: {
+            "status_interval_seconds": _positive_number(v, "gpulens.statusIntervalSeconds")
+        },
+        "rules.select": lambda v: {"select": _codes(v, "gpulens.rules.select")},
+        "rules.ignore": lambda v: {"ignore": _codes(v, "gpulens.rules.ignore", empty=True)},
+        "rules.severity": lambda v: {"severity": _severities(v)},
+        "profile.python": lambda v: {"profile_python": _optional_text(v, "gpulens.profile.python")},
+        "profile.timeoutSeconds": lambda v: {
+            "profile_timeout_seconds": None
+            if v is None
+            else _positive_number(v, "gpulens.profile.timeoutSeconds")
+        },
+    }
+    for key, value in flat.items():
+        parse = parsers.get(key)
+        if parse is None:
+            continue  # settings of newer clients, or ones the server does not use
+        try:
+            settings = replace(settings, **parse(value))
+        except (ConfigError, TypeError, AttributeError) as error:
+            problems.append(str(error))
+    return settings, problems
+
+
+def _codes(value: object, what: str, empty: bool = False) -> frozenset[str] | None:
+    if value is None:
+        return None
+    if not isinstance(value, str | list | tuple) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f'{what} must be a list of rule codes such as ["GPU001"]')
+    codes = parse_codes(value, what)
+    # "ALL" selects every rule (None); in ignore it would mean nothing, so keep it out
+    return frozenset() if empty and codes is None else codes
+
+
+def _severities(value: object) -> Mapping[str, Severity]:
+    if value is None:
+        return MappingProxyType({})
+    if not isinstance(value, Mapping):
+        raise ConfigError(
+            'gpulens.rules.severity must map codes to severities, e.g. {"GPU006": "warning"}'
+        )
+    return parse_severities(value, "gpulens.rules.severity")
+
+
+def _optional_text(value: object, what: str) -> str | None:
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise ConfigError(f"{what} must be a path, got {value!r}")
+    return value
+
+
+def settings_from_initialization_options(options: object) -> object:
+    """The `gpulens` section inside initializationOptions, in the shapes clients send it."""
+    options = plain(options)
+    if not isinstance(options, Mapping):
+        return None
+    for key in (SECTION, "settings"):
+        inner = options.get(key)
+        if isinstance(inner, Mapping):
+            return inner.get(SECTION, inner) if isinstance(inner.get(SECTION), Mapping) else inner
+    known = {"device", "statusIntervalSeconds", "rules", "profile"}
+    return options if known & set(options) else None
+
+
+def merge(project: Config, editor: EditorSettings, device_override: str | None) -> Config:
+    """pyproject.toml's config with the editor's settings over it."""
+    changes: dict[str, Any] = {}
+    if editor.select is not None:
+        changes["select"] = editor.select
+    if editor.ignore is not None:
+        changes["ignore"] = editor.ignore
+    if editor.severity:
+        changes["severity"] = MappingProxyType({**project.severity, **editor.severity})
+    device = device_override or editor.device
+    if device is not None:
+        changes["device"] = device
+    return project.merged(**changes) if changes else project
+
+
+class SettingsStore:
+    """The settings in force, and the Config each document is analysed with."""
+
+    def __init__(self, server: GpulensServer) -> None:
+        self._server = server
+        self.editor = EditorSettings()
+        self.device_override: str | None = None
+        self._project: dict[Path, Config] = {}
+        self._reported: set[str] = set()
+        self.ready = asyncio.Event()
+
+    def config_for(self, uri: str) -> Config:
+        path = _path_of(uri)
+        project = DEFAULT_CONFIG if path is None else self._project_config(path)
+        return merge(project, self.editor, self.device_override)
+
+    def device_for(self, uri: str) -> str:
+        return self.config_for(uri).device
+
+    def _project_config(self, path: Path) -> Config:
+        folder = path.parent
+        cached = self._project.get(folder)
+        if cached is not None:
+            return cached
+        try:
+            config = load_config(path)
+        except Exception as error:  # a broken pyproject.toml must not stop diagnostics
+            self.warn_once(f"gpulens: {error}; using the default rules for {folder}.")
+            config = DEFAULT_CONFIG
+        self._project[folder] = config
+        return config
+
+    def forget_project_configs(self) -> None:
+        self._project.clear()
+
+    def apply(self, raw: object, origin: str) -> bool:
+        """Take new editor settings; returns whether they differ from the ones in force."""
+        settings, problems = parse_settings(raw)
+        for problem in problems:
+            self.warn(f"gpulens: {problem} (in {origin}); keeping the default for it.")
+        changed = settings != self.editor
+        self.editor = settings
+        return changed
+
+    def warn(self, message: str) -> None:
+        logger.warning(message)
+        self._server.window_show_message(
+            types.ShowMessageParams(type=types.MessageType.Warning, message=message)
+        )
+
+    def warn_once(self, message: str) -> None:
+        if message not in self._reported:
+            self._reported.add(message)
+            self.warn(message)
+
+
+def _path_of(uri: str) -> Path | None:
+    try:
+        path = to_fs_path(uri)
+    except Exception:
+        return None
+    return None if path is None or not uri.startswith("file:") else Path(path)
+
+
+def register(server: GpulensServer) -> None:
+    """Read the settings at startup and whenever the client says they changed."""
+
+    @server.feature(types.INITIALIZE)
+    def on_initialize(ls: GpulensServer, params: types.InitializeParams) -> None:
+        options = plain(params.initialization_options)
+        ls.settings.apply(settings_from_initialization_options(options), "initializationOptions")
+        if isinstance(options, Mapping) and "diagnosticDelayMs" in options:
+            delay = options["diagnosticDelayMs"]
+            if isinstance(delay, int | float) and not isinstance(delay, bool) and delay >= 0:
+                ls.diagnostics.delay_s = delay / 1000
+
+    @server.feature(types.INITIALIZED)
+    async def on_initialized(ls: GpulensServer, params: types.InitializedParams) -> None:
+        try:
+            await pull_settings(ls)
+        finally:
+            ls.settings.ready.set()
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
+    async def on_did_change_configuration(
+        ls: GpulensServer, params: types.DidChangeConfigurationParams
+    ) -> None:
+        ls.settings.forget_project_configs()
+        pushed = plain(params.settings)
+        if isinstance(pushed, Mapping) and isinstance(pushed.get(SECTION), Mapping):
+            ls.settings.apply(pushed[SECTION], "workspace/didChangeConfiguration")
+        else:
+            # the modern way: the notification only says "something changed", we ask
+            await pull_settings(ls)
+        # pyproject.toml may have changed too, so re-publish even when the editor's did not
+        ls.diagnostics.refresh_all()
+
+
+async def pull_settings(ls: GpulensServer) -> bool:
+    """Ask the client for the `gpulens` section; whether anything changed."""
+    workspace = ls.client_capabilities.workspace
+    if workspace is None or not workspace.configuration:
+        return False
+    try:
+        answer = await asyncio.wait_for(
+            ls.workspace_configuration_async(
+                types.ConfigurationParams(items=[types.ConfigurationItem(section=SECTION)])
+            ),
+            timeout=10,
+        )
+    except Exception as error:  # a client that fails to answer keeps the settings we have
+        logger.warning("workspace/configuration failed: %s", error)
+        return False
+    if not answer or answer[0] is None:
+        return False  # no `gpulens` section at all: keep what initializationOptions gave
+    return ls.settings.apply(answer[0], "workspace/configuration")

@@ -1,0 +1,17 @@
+"""A real client (pytest-lsp) driving `python -m gpulens serve` over stdio."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest_lsp
+from lsp_helpers import RecordingClient, initialize_params, server_config
+
+
+@pytest_lsp.fixture(config=server_config())
+async def client(lsp_client: RecordingClient, tmp_path: Path):
+    """A VS Code-like client, initialized, with a `gpulens` settings section it can change."""
+    lsp_client.set_configuration({}, section="gpulens")
+    lsp_client.initialize_result = await lsp_client.initialize_session(initialize_params(tmp_path))
+    yield
+    await lsp_client.shutdown_session()
