@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -569,3 +570,12 @@ def test_real_fix_is_idempotent(tmp_path: Path) -> None:
     second = run_cli("--fix", "--format", "json", "train.py", cwd=tmp_path)
     assert path.read_text() == fixed
     assert "GPU001" not in {f["code"] for f in json.loads(second.stdout)}
+
+
+def test_small_runs_stay_in_one_process() -> None:
+    from gpulens.commands.check import PARALLEL_MIN_BYTES, _worker_count
+
+    assert _worker_count([1000] * 200) == 1  # many files, little source
+    assert _worker_count([PARALLEL_MIN_BYTES]) == 1  # one file cannot be shared out
+    expected = min(2, len(os.sched_getaffinity(0)))
+    assert _worker_count([PARALLEL_MIN_BYTES // 4] * 8) == expected

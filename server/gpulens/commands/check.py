@@ -33,11 +33,17 @@ exit status: 0 no finding of severity warning or error, 1 some, 2 usage, configu
 file error. Settings come from [tool.gpulens] in the nearest pyproject.toml; options win.
 """
 
-# Worker processes pay off once the files are many. Measured on 2 cores with the ~12k-line
-# timm corpus (benchmarks/check_vs_torchfix.py), whole process: see PARALLEL_MIN_FILES' note.
-PARALLEL_MIN_FILES = 16
-# Files per task sent to a worker: large enough that pickling is not per file, small enough
-# that one slow file does not leave the other workers idle at the end.
+# Worker processes pay off once there is enough source. Forking the pool and pickling the
+# results back costs ~20-30 ms on 2 cores, while the analysis takes ~16 ms per 1k lines
+# (~35 KB): measured with benchmarks/check_vs_torchfix.py on the timm corpus, 2 workers lost
+# below ~170 KB (4.5k lines), broke even around 250 KB and won by ~30 % from 380 KB (10k
+# lines) on, whole process. Below these sizes the files are checked in this process.
+PARALLEL_MIN_BYTES = 256 * 1024
+PARALLEL_MIN_FILES = 4
+# a worker earns its start-up with about this much source
+_BYTES_PER_WORKER = 128 * 1024
+# Tasks per worker: a few, so that pickling is not per file and one large file at the end
+# does not leave the other workers idle.
 _CHUNKS_PER_WORKER = 4
 
 
@@ -283,11 +289,13 @@ def _check_stdin(args: argparse.Namespace, settings: _Settings, cwd: Path) -> in
 
 
 def run_jobs(jobs: Sequence[Job], workers: int | None = None) -> list[FileResult]:
-    """Check every job, in worker processes when there are enough files to pay for them."""
+    """Check every job, in worker processes when there is enough source to pay for them.
+    Results come back in the order of ``jobs``."""
     from gpulens.commands._check_file import check_file, check_files
 
+    sizes = [_source_bytes(job) for job in jobs]
     if workers is None:
-        workers = _worker_count(len(jobs))
+        workers = _worker_count(sizes)
     if workers <= 1:
         return [check_file(job) for job in jobs]
     import multiprocessing
@@ -297,11 +305,26 @@ def run_jobs(jobs: Sequence[Job], workers: int | None = None) -> list[FileResult
     # pay gpulens' import again in each); this process runs no threads to inherit
     methods = multiprocessing.get_all_start_methods()
     context = multiprocessing.get_context("fork" if "fork" in methods else None)
-    jobs = _picklable(jobs)
+    # largest files first, so that the last tasks are short ones
+    order = sorted(range(len(jobs)), key=lambda i: -sizes[i])
+    ready = _picklable(jobs)
     size = max(1, -(-len(jobs) // (workers * _CHUNKS_PER_WORKER)))
-    chunks = [list(jobs[i : i + size]) for i in range(0, len(jobs), size)]
+    chunks = [[ready[i] for i in order[k : k + size]] for k in range(0, len(order), size)]
+    results: list[FileResult | None] = [None] * len(jobs)
     with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-        return [result for chunk in pool.map(check_files, chunks) for result in chunk]
+        done = (result for chunk in pool.map(check_files, chunks) for result in chunk)
+        for index, result in zip(order, done, strict=True):
+            results[index] = result
+    return [result for result in results if result is not None]
+
+
+def _source_bytes(job: Job) -> int:
+    if job.text is not None:
+        return len(job.text)
+    try:
+        return os.stat(job.absolute or job.path).st_size
+    except OSError:
+        return 0  # reported when the file is read
 
 
 def _picklable(jobs: Sequence[Job]) -> list[Job]:
@@ -317,14 +340,15 @@ def _picklable(jobs: Sequence[Job]) -> list[Job]:
     return result
 
 
-def _worker_count(files: int) -> int:
-    if files < PARALLEL_MIN_FILES:
+def _worker_count(sizes: Sequence[int]) -> int:
+    total = sum(sizes)
+    if len(sizes) < PARALLEL_MIN_FILES or total < PARALLEL_MIN_BYTES:
         return 1
     try:
         cpus = len(os.sched_getaffinity(0))
     except AttributeError:  # macOS, Windows
         cpus = os.cpu_count() or 1
-    return max(1, min(cpus, files // PARALLEL_MIN_FILES * 2))
+    return max(1, min(cpus, len(sizes) // 2, total // _BYTES_PER_WORKER))
 
 
 def _report(results: Sequence[FileResult], args: argparse.Namespace, out: TextIO) -> int:
