@@ -30,6 +30,8 @@ class Loop:
     statement: ast.stmt | None = None  # the loop statement (None for comprehensions)
     # the statement list holding the loop statement, and its index there
     block: tuple[list[ast.stmt], int] | None = None
+    # what rules already reported for this loop (one finding per array and loop)
+    reported: set[str] = field(default_factory=set)
 
     @property
     def over_loader(self) -> bool:
@@ -93,8 +95,8 @@ class Context:
     def on_gpu(self, node: ast.expr | None) -> bool:
         return self.evaluator.on_gpu(node)
 
-    def qualname(self, node: ast.expr) -> str | None:
-        return self.imports.qualname(node)
+    def qualname(self, node: ast.expr, *, through_calls: bool = False) -> str | None:
+        return self.imports.cached_qualname(node, through_calls)
 
     # -- loops --------------------------------------------------------------------------
 

@@ -96,7 +96,8 @@ def parse_tolerant(text: str) -> tuple[ast.Module, SyntaxProblem | None]:
     except SyntaxError as error:
         first = _problem(error)
     except (RecursionError, MemoryError, ValueError) as error:
-        return ast.Module(body=[], type_ignores=[]), SyntaxProblem(_describe(error), 0, 0)
+        # one pathological statement (a 20,000-term sum, a NUL byte): keep the others
+        return _parse_blocks(text.splitlines(keepends=True)), SyntaxProblem(_describe(error), 0, 0)
 
     lines = text.splitlines(keepends=True)
     problem = first

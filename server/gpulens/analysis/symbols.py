@@ -56,13 +56,15 @@ def merge(a: Value | None, b: Value | None) -> Value | None:
 class Scope:
     """The names of one function (or the module, or a class body) and their values."""
 
-    __slots__ = ("bindings", "kind", "name", "parent")
+    __slots__ = ("bindings", "kind", "name", "parent", "state")
 
     def __init__(self, kind: str, name: str, parent: Scope | None = None) -> None:
         self.kind = kind  # module | function | class | comprehension
         self.name = name
         self.parent = parent
         self.bindings: dict[str, Value | None] = {}
+        # what rules keep per function while it is walked (e.g. an open timing interval)
+        self.state: dict[str, object] = {}
 
     def lookup(self, name: str) -> Value | None:
         scope: Scope | None = self
@@ -104,12 +106,23 @@ def _merge_all(values: list[Value | None]) -> Value | None:
 class Imports:
     """Local name -> qualified name, as the file's imports bind them."""
 
-    __slots__ = ("aliases",)
+    __slots__ = ("_cache", "aliases")
 
     def __init__(self) -> None:
         self.aliases: dict[str, str] = {}
+        # several rules ask for the name of the same call: resolve it once
+        self._cache: dict[tuple[int, bool], str | None] = {}
+
+    def cached_qualname(self, node: ast.expr, through_calls: bool = False) -> str | None:
+        key = (id(node), through_calls)
+        try:
+            return self._cache[key]
+        except KeyError:
+            name = self._cache[key] = self.qualname(node, through_calls=through_calls)
+            return name
 
     def add(self, node: ast.Import | ast.ImportFrom) -> None:
+        self._cache.clear()
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.asname:
@@ -124,15 +137,17 @@ class Imports:
             if alias.name != "*":
                 self.aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
 
-    def qualname(self, node: ast.expr) -> str | None:
-        """`T.nn.functional.relu` -> "torch.nn.functional.relu" when `import torch as T`."""
+    def qualname(self, node: ast.expr, *, through_calls: bool = False) -> str | None:
+        """`T.nn.functional.relu` -> "torch.nn.functional.relu" when `import torch as T`.
+
+        With ``through_calls``, `cp.cuda.Device().synchronize` names
+        "cupy.cuda.Device.synchronize"; without, a call in the chain gives None."""
         parts: list[str] = []
         while isinstance(node, ast.Attribute):
             parts.append(node.attr)
             node = node.value
-        if isinstance(node, ast.Call):
-            # `cp.cuda.Device().synchronize`, `torch.cuda.current_stream().synchronize`
-            base = self.qualname(node.func)
+        if isinstance(node, ast.Call) and through_calls:
+            base = self.qualname(node.func, through_calls=True)
             if base is None:
                 return None
             parts.append(base)

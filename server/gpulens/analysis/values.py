@@ -155,7 +155,7 @@ class Evaluator:
 
     def _call(self, node: ast.Call) -> Value | None:
         func = node.func
-        qualified = self.imports.qualname(func)
+        qualified = self.imports.cached_qualname(func)
         if qualified is not None:
             known = self._library_call(node, qualified)
             if known is not ...:

@@ -224,6 +224,7 @@ class _Walker:
         loop = Loop(
             node, node.lineno - 1, targets, iterates, statement=node, block=self.ctx.statements
         )
+        loop.guarded = leaves_loop(node.body)  # a body that ends in break runs once
         self.ctx.loops.append(loop)
         try:
             self.block(node.body)
@@ -238,6 +239,7 @@ class _Walker:
         loop = Loop(
             node, node.lineno - 1, frozenset(), None, statement=node, block=self.ctx.statements
         )
+        loop.guarded = leaves_loop(node.body)
         self.ctx.loops.append(loop)
         try:
             self.ctx.statement = node
@@ -294,11 +296,16 @@ class _Walker:
                 return
             case ast.Call():
                 self.record_call(node)
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.expr):
+        for field_name in _EXPRESSION_FIELDS[type(node)]:
+            child = getattr(node, field_name)
+            if isinstance(child, list):
+                for item in child:
+                    if isinstance(item, ast.expr):
+                        self.expression(item)
+                    elif isinstance(item, ast.keyword):
+                        self.expression(item.value)
+            elif isinstance(child, ast.expr):
                 self.expression(child)
-            elif isinstance(child, ast.keyword):
-                self.expression(child.value)
 
     def comprehension(
         self, node: ast.expr, generators: list[ast.comprehension], results: tuple[ast.expr, ...]
@@ -472,6 +479,22 @@ class _Walker:
         if loop is not None and sites.hot_call is None:
             short = name.removeprefix("self.")
             sites.hot_call = f"{short}() is called in {loop.describe()}"
+
+
+def _expression_fields(node_type: type[ast.AST]) -> tuple[str, ...]:
+    """The fields of an expression node that hold expressions (or keywords)."""
+    if node_type in (ast.Constant, ast.Name):
+        return ()
+    skip = {"ctx", "op", "ops", "conversion", "kind", "type_comment", "id", "attr"}
+    return tuple(name for name in node_type._fields if name not in skip)
+
+
+# ast.iter_child_nodes is a generator over every field: too slow for the hot path
+_EXPRESSION_FIELDS: dict[type[ast.AST], tuple[str, ...]] = {
+    node_type: _expression_fields(node_type)
+    for node_type in (getattr(ast, name) for name in dir(ast))
+    if isinstance(node_type, type) and issubclass(node_type, ast.expr)
+}
 
 
 def _element(value: Value | None) -> Value | None:

@@ -70,7 +70,7 @@ def check_sync_call(node: ast.Call, ctx: Context) -> None:
         if on_gpu and func.attr == "block_until_ready":
             _report_device_sync(node, loop, ctx)
             return
-    name = ctx.qualname(func)
+    name = ctx.qualname(func, through_calls=True)
     if name in fw.DEVICE_SYNC_CALLS:
         _report_device_sync(node, loop, ctx)
         return

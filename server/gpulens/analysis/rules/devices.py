@@ -1,0 +1,118 @@
+"""GPU007: the device written into the code instead of chosen once."""
+
+from __future__ import annotations
+
+import ast
+
+from gpulens.analysis import frameworks as fw
+from gpulens.analysis.context import Context
+from gpulens.analysis.model import Edit, Finding, Fix, Severity, Span
+from gpulens.analysis.rules.common import device_preamble, replace, shown
+from gpulens.analysis.rules.registry import checks, rule
+
+HARD_CODED_DEVICE = rule(
+    "GPU007",
+    "hard-coded-device",
+    Severity.INFO,
+    "Device written into the code where a device variable would serve",
+    """
+`.cuda()` and `"cuda"` scattered through a program pin it to the first GPU: it fails on a
+machine without one, cannot be pointed at `cuda:1` or `mps`, and mixes with code that uses
+the `device` variable the program already has. Choose the device once and pass it along.
+
+**Bad:**
+```python
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+model = Net().cuda()
+x = torch.zeros(8, 3, device="cuda")
+```
+
+**Good:**
+```python
+model = Net().to(device)
+x = torch.zeros(8, 3, device=device)
+```
+""",
+)
+
+# with no device variable, a file must hard-code the device this often before we suggest one
+SITES_WITHOUT_VARIABLE = 3
+
+
+@checks(ast.Call)
+def check_hard_coded(node: ast.Call, ctx: Context) -> None:
+    if not ctx.config.enabled(HARD_CODED_DEVICE.code):
+        return
+    func = node.func
+    if isinstance(func, ast.Attribute) and func.attr == "cuda" and not node.args:
+        if _is_cpu_factory_call(func.value, ctx):
+            return  # GPU003 says the better thing: create it there
+        suffix = Span(
+            ctx.span(func.value).end_line, ctx.span(func.value).end_column, *_end(node, ctx)
+        )
+        extra = ", ".join(ctx.text(k) for k in node.keywords)
+        _site(node, suffix, lambda name: f".to({name}{', ' + extra if extra else ''})", ctx)
+        return
+    if ctx.qualname(func) == "torch.device":
+        return  # that is where the device is chosen
+    candidates: list[ast.expr] = [k.value for k in node.keywords if k.arg == "device"]
+    if isinstance(func, ast.Attribute) and func.attr == "to" and node.args:
+        candidates.append(node.args[0])
+    for literal in candidates:
+        if isinstance(literal, ast.Constant) and isinstance(literal.value, str):
+            if fw.GPU_DEVICE_STRING.match(literal.value) and literal.value.startswith("cuda"):
+                if (
+                    isinstance(func, ast.Attribute)
+                    and func.attr != "to"
+                    and _is_cpu_factory_call(node, ctx)
+                ):
+                    continue
+                _site(literal, ctx.span(literal), lambda name: name, ctx)
+
+
+def _end(node: ast.AST, ctx: Context) -> tuple[int, int]:
+    span = ctx.span(node)
+    return span.end_line, span.end_column
+
+
+def _is_cpu_factory_call(node: ast.expr, ctx: Context) -> bool:
+    from gpulens.analysis.rules.transfers import _is_cpu_factory
+
+    return isinstance(node, ast.Call) and _is_cpu_factory(node, ctx)
+
+
+def _site(node: ast.expr, span: Span, spelled: object, ctx: Context) -> None:
+    variable = ctx.device_variable()
+    text = shown(ctx, node)
+    if variable is not None:
+        new_text = spelled(variable)  # type: ignore[operator]
+        ctx.report(
+            HARD_CODED_DEVICE,
+            node,
+            f"`{text}` hard-codes the GPU while `{variable}` holds the chosen device. Use "
+            f"`{variable}` so the program follows one choice.",
+            (Fix(f"Use `{variable}`", (Edit(span, new_text),)),),
+        )
+        return
+    torch = ctx.spelled("torch", "torch")
+    if torch is None:
+        return
+    name, preamble = device_preamble(ctx, torch)
+    finding = Finding(
+        HARD_CODED_DEVICE.code,
+        HARD_CODED_DEVICE.severity,
+        f"`{text}` hard-codes the GPU, as do other places in this file. Choose the device "
+        f"once (`{name} = {torch}.device(...)`) and use it everywhere.",
+        ctx.span(node),
+        (Fix(f"Define `{name}` once and use it here", (preamble, Edit(span, spelled(name)))),),  # type: ignore[operator]
+    )
+    sites: list[Finding] = ctx.scope.module().state.setdefault("hard-coded", [])  # type: ignore[assignment]
+    if not sites:
+        ctx.at_end(_report_if_many)
+    sites.append(finding)
+
+
+def _report_if_many(ctx: Context) -> None:
+    sites: list[Finding] = ctx.scope.module().state.get("hard-coded", [])  # type: ignore[assignment]
+    if len(sites) >= SITES_WITHOUT_VARIABLE:
+        ctx.findings.extend(sites)

@@ -1,0 +1,177 @@
+"""GPU004: a host clock read while GPU work is still queued."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+
+from gpulens.analysis import frameworks as fw
+from gpulens.analysis.context import Context
+from gpulens.analysis.model import Fix, Severity, Span
+from gpulens.analysis.rules.common import insert_before, shown
+from gpulens.analysis.rules.registry import checks, rule
+from gpulens.analysis.symbols import Kind
+
+UNSYNCED_TIMER = rule(
+    "GPU004",
+    "timer-without-sync",
+    Severity.WARNING,
+    "Host clock read while GPU work is still queued",
+    """
+Kernel launches return before the kernels run. A host clock read after GPU work, with no
+synchronization in between, measures how long Python took to *queue* the work, not how long
+the GPU took to do it: timings come out too small, sometimes by 100×, and the work is billed
+to whatever synchronizes next.
+
+**Bad:**
+```python
+start = time.perf_counter()
+y = model(x)
+elapsed = time.perf_counter() - start      # the kernels may not have run yet
+```
+
+**Good:** synchronize before reading the clock (or time with CUDA events):
+```python
+start = time.perf_counter()
+y = model(x)
+torch.cuda.synchronize()
+elapsed = time.perf_counter() - start
+```
+""",
+)
+
+_SIMPLE = ast.Assign | ast.AnnAssign | ast.AugAssign | ast.Expr | ast.Return
+
+
+@dataclass(slots=True)
+class _Interval:
+    started: bool = False
+    pending: set[str] = field(default_factory=set)  # libraries with queued work
+    last_array: dict[str, str] = field(default_factory=dict)  # lib -> a name holding its work
+    # the last synchronizing call: the calls inside it (its arguments) ran before it
+    sync: Span | None = None
+
+
+def _interval(ctx: Context) -> _Interval:
+    # one timing state per function: a clock in one function says nothing of another's
+    scope = ctx.scope
+    while scope.kind == "comprehension" and scope.parent is not None:
+        scope = scope.parent
+    state = scope.state.get("timing")
+    if not isinstance(state, _Interval):
+        state = scope.state["timing"] = _Interval()
+    return state
+
+
+def _synced(interval: _Interval, node: ast.AST, ctx: Context) -> None:
+    interval.pending.clear()
+    interval.sync = ctx.span(node)
+
+
+def _inside_sync(interval: _Interval, node: ast.AST, ctx: Context) -> bool:
+    # checks see a call before its arguments; `model(x).sum().item()` ran model(x) first
+    return interval.sync is not None and interval.sync.contains(ctx.span(node))
+
+
+@checks(ast.Call)
+def check_clock(node: ast.Call, ctx: Context) -> None:
+    name = ctx.qualname(node.func, through_calls=True)
+    interval = _interval(ctx)
+    if _inside_sync(interval, node, ctx):
+        return
+    if name in fw.HOST_CLOCKS:
+        if interval.started and interval.pending:
+            _report(node, interval, ctx)
+        interval.started = True
+        interval.pending.clear()
+        return
+    if not interval.started:
+        return  # no clock read yet in this function: queued work cannot be mis-timed
+    if name in fw.DEVICE_SYNC_CALLS or name in fw.DEVICE_TO_HOST_CALLS:
+        _synced(interval, node, ctx)
+        return
+    func = node.func
+    receiver = ctx.value(func.value) if isinstance(func, ast.Attribute) else None
+    if receiver is not None and receiver.on_gpu:
+        if func.attr in fw.SYNC_METHODS or func.attr in ("block_until_ready", "get"):  # type: ignore[union-attr]
+            _synced(interval, node, ctx)
+            return
+        interval.pending.add(receiver.lib)
+        return
+    if isinstance(func, ast.Name) and func.id in fw.SYNC_BUILTINS:
+        if any(ctx.on_gpu(a) for a in node.args):
+            _synced(interval, node, ctx)
+        return
+    if isinstance(func, ast.Attribute) and func.attr == "synchronize":
+        _synced(interval, node, ctx)  # an event's or a stream's synchronize()
+        return
+    value = ctx.value(node)
+    if value is not None and value.on_gpu:
+        interval.pending.add(value.lib)
+
+
+@checks(ast.BinOp)
+def check_arithmetic(node: ast.BinOp, ctx: Context) -> None:
+    interval = _interval(ctx)
+    if not interval.started:
+        return
+    value = ctx.value(node)
+    if value is not None and value.on_gpu and not _inside_sync(interval, node, ctx):
+        interval.pending.add(value.lib)
+
+
+@checks(ast.Assign)
+def remember_array(node: ast.Assign, ctx: Context) -> None:
+    # only JAX's fix needs a name to wait on
+    if not ctx.imports.uses("jax") or not _interval(ctx).started:
+        return
+    if len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+        value = ctx.value(node.value)
+        if value is not None and value.kind is Kind.GPU:
+            _interval(ctx).last_array[value.lib] = node.targets[0].id
+
+
+def _report(node: ast.Call, interval: _Interval, ctx: Context) -> None:
+    ctx.report(
+        UNSYNCED_TIMER,
+        node,
+        f"`{shown(ctx, node)}` reads the clock while GPU work is still queued: the time "
+        "measured is how long Python took to launch the kernels, not how long they ran. "
+        "Synchronize first (or time with CUDA events).",
+        _sync_fix(interval, ctx),
+    )
+
+
+def _sync_fix(interval: _Interval, ctx: Context) -> tuple[Fix, ...]:
+    statement = ctx.statement
+    if not isinstance(statement, _SIMPLE) or statement is None:
+        return ()
+    lines: list[str] = []
+    for lib in sorted(interval.pending):
+        line = _sync_line(lib, interval, ctx)
+        if line is None:
+            return ()
+        lines.append(line)
+    edits = [insert_before(ctx, statement, line) for line in lines]
+    if not edits or any(e is None for e in edits):
+        return ()
+    return (Fix("Synchronize before reading the clock", tuple(e for e in edits if e)),)
+
+
+def _sync_line(lib: str, interval: _Interval, ctx: Context) -> str | None:
+    if lib == "torch":
+        torch = ctx.spelled("torch", "torch")
+        return f"{torch}.cuda.synchronize()" if torch else None
+    if lib == "cupy":
+        cp = ctx.spelled("cupy", "cupy")
+        return f"{cp}.cuda.Device().synchronize()" if cp else None
+    if lib == "numba":
+        cuda = ctx.spelled("numba.cuda", "numba")
+        if cuda is None:
+            return None
+        return f"{cuda}.synchronize()" if cuda != "numba" else "numba.cuda.synchronize()"
+    if lib == "jax":
+        jax = ctx.spelled("jax", "jax")
+        array = interval.last_array.get("jax")
+        return f"{jax}.block_until_ready({array})" if jax and array else None
+    return None

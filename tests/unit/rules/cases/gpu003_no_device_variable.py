@@ -1,0 +1,3 @@
+import torch
+
+scratch = torch.empty(8).cuda()  # expect: GPU003
