@@ -74,7 +74,7 @@ def test_deeply_nested_blocks() -> None:
 
 def test_surrogates_and_nul_bytes() -> None:
     analyze("x = '\udcff'\n\x00\n")
-    tree, problem = parse_tolerant("\x00")
+    _tree, problem = parse_tolerant("\x00")
     assert problem is not None
 
 

@@ -7,7 +7,7 @@ import ast
 from gpulens.analysis import frameworks as fw
 from gpulens.analysis.context import Context
 from gpulens.analysis.model import Edit, Finding, Fix, Severity, Span
-from gpulens.analysis.rules.common import device_preamble, replace, shown
+from gpulens.analysis.rules.common import device_preamble, shown
 from gpulens.analysis.rules.registry import checks, rule
 
 HARD_CODED_DEVICE = rule(
@@ -59,14 +59,10 @@ def check_hard_coded(node: ast.Call, ctx: Context) -> None:
     if isinstance(func, ast.Attribute) and func.attr == "to" and node.args:
         candidates.append(node.args[0])
     for literal in candidates:
-        if isinstance(literal, ast.Constant) and isinstance(literal.value, str):
-            if fw.GPU_DEVICE_STRING.match(literal.value) and literal.value.startswith("cuda"):
-                if (
-                    isinstance(func, ast.Attribute)
-                    and func.attr != "to"
-                    and _is_cpu_factory_call(node, ctx)
-                ):
-                    continue
+        match literal:
+            case ast.Constant(value=str(device)) if device.startswith("cuda") and (
+                fw.GPU_DEVICE_STRING.match(device)
+            ):
                 _site(literal, ctx.span(literal), lambda name: name, ctx)
 
 

@@ -329,11 +329,11 @@ def _named_fix(
 def _defined_before(name: str, factory: ast.Call, ctx: Context) -> bool:
     """The device variable the fix moves up is bound before the factory's line."""
     for node in ast.walk(ctx.tree):
-        if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Store):
-            if node.lineno < factory.lineno:
+        match node:
+            case ast.Name(id=bound, ctx=ast.Store()) | ast.arg(arg=bound) if (
+                bound == name and node.lineno < factory.lineno
+            ):
                 return True
-        if isinstance(node, ast.arg) and node.arg == name and node.lineno < factory.lineno:
-            return True
     return False
 
 
