@@ -20,6 +20,7 @@ from gpulens.device.frameworks import (
     probe_all,
 )
 from gpulens.device.nvml import NvmlMonitor
+from gpulens.device.recorded import backend_from_env
 from gpulens.device.smoke import choose_smoke_framework, run_smoke_test
 from gpulens.device.status import build_status, format_status_table
 
@@ -93,7 +94,7 @@ def gather_facts(
     """Everything the doctor looks at, as plain data (the doctor's JSON)."""
     python = python or sys.executable
     reports = (probe or probe_all)(python)
-    nvml = (monitor or NvmlMonitor()).read()
+    nvml = (monitor or NvmlMonitor(backend_from_env())).read()
     visible = interpreter_env_visible_devices(reports)
     status = build_status(nvml, reports, visible, dt.datetime.now(dt.UTC))
     smoke_result: dict[str, Any] | None = None

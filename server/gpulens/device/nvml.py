@@ -496,7 +496,7 @@ class NvmlMonitor:
             return _blank_gpu(index, uuid, name, reason)
         self._lost_until.pop(index, None)
         self._lost_reason.pop(index, None)
-        reading: GpuReading = {"index": index, "uuid": uuid, "name": name, **fields}
+        reading: GpuReading = {"index": index, "uuid": uuid, "name": name, **fields, "error": None}
         if migs:
             reading["mig_devices"] = migs
         return reading
@@ -522,6 +522,7 @@ class NvmlMonitor:
                     "uuid": _optional(backend, "nvmlDeviceGetUUID", mig),
                     "name": _optional(backend, "nvmlDeviceGetName", mig),
                     **fields,
+                    "error": None,
                 }
             )
         return migs

@@ -9,12 +9,16 @@ machine that was recorded, errors included.
 from __future__ import annotations
 
 import json
+import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from gpulens.device.nvml import NvmlBackend, NvmlCallError, call_key
 
 RECORDING_SCHEMA = "gpulens.nvml-recording/1"
+# `PATH` or `PATH#SNAPSHOT`: makes the CLI, server and doctor replay a recording (demos, tests).
+REPLAY_ENV = "GPULENS_NVML_REPLAY"
 INIT_KEY = "init"
 
 
@@ -98,3 +102,12 @@ def load_snapshot(path: str | Path, snapshot: str | int = 0) -> dict[str, dict[s
         if item["label"] == snapshot:
             return dict(item["calls"])
     raise KeyError(f"{path} has no snapshot labelled {snapshot!r}")
+
+
+def backend_from_env(environ: Mapping[str, str] = os.environ) -> RecordedBackend | None:
+    """The recorded backend named by ``GPULENS_NVML_REPLAY``, or ``None`` for live NVML."""
+    value = environ.get(REPLAY_ENV)
+    if not value:
+        return None
+    path, _, snapshot = value.partition("#")
+    return RecordedBackend.from_file(path, int(snapshot) if snapshot.isdigit() else snapshot or 0)

@@ -20,6 +20,7 @@ from gpulens.device.frameworks import (
     interpreter_env_visible_devices,
 )
 from gpulens.device.nvml import NvmlMonitor, NvmlReading
+from gpulens.device.recorded import backend_from_env
 
 SCHEMA = "gpulens.status/1"
 GIB = 1024**3
@@ -287,7 +288,7 @@ class StatusSource:
         monitor: NvmlMonitor | None = None,
         probes: FrameworkProbeCache | None = None,
     ) -> None:
-        self.monitor = monitor if monitor is not None else NvmlMonitor()
+        self.monitor = monitor if monitor is not None else NvmlMonitor(backend_from_env())
         self.probes = probes if probes is not None else FrameworkProbeCache()
 
     def snapshot(self, *, wait_for_frameworks: bool = False) -> dict[str, Any]:
