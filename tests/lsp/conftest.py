@@ -15,3 +15,14 @@ async def client(lsp_client: RecordingClient, tmp_path: Path):
     lsp_client.initialize_result = await lsp_client.initialize_session(initialize_params(tmp_path))
     yield
     await lsp_client.shutdown_session()
+
+
+@pytest_lsp.fixture(config=server_config(), scope="module")
+async def shared_client(lsp_client: RecordingClient, tmp_path_factory):
+    """One server for a whole module of tests that change no server-wide state (each test
+    opens its own documents): a fresh process per test would triple the suite's time."""
+    root = tmp_path_factory.mktemp("shared")
+    lsp_client.set_configuration({}, section="gpulens")
+    lsp_client.initialize_result = await lsp_client.initialize_session(initialize_params(root))
+    yield
+    await lsp_client.shutdown_session()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 import sys
 import time
 from collections import defaultdict
@@ -179,27 +180,49 @@ def codes(params: types.PublishDiagnosticsParams) -> list[str]:
     return [str(d.code) for d in params.diagnostics]
 
 
-def apply_text_edits(text: str, edits: list[types.TextEdit]) -> str:
-    """Apply LSP edits (UTF-16 columns) the way an editor does: all against the old text."""
-    lines = text.splitlines(keepends=True)
+def lsp_lines(text: str) -> list[str]:
+    """The lines of ``text`` as LSP counts them (\\n, \\r\\n, \\r), ends kept."""
+    lines = re.findall(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$", text)
     if not lines or text.endswith(("\n", "\r")):
         lines.append("")
+    return lines
 
-    def offset(position: types.Position) -> int:
-        if position.line >= len(lines):
-            return len(text)
-        line = lines[position.line]
-        units = 0
-        for index, char in enumerate(line):
-            if units >= position.character or char in "\r\n":
-                return sum(len(x) for x in lines[: position.line]) + index
-            units += 2 if ord(char) > 0xFFFF else 1
-        return sum(len(x) for x in lines[: position.line]) + len(line.rstrip("\r\n"))
 
-    spans = sorted((offset(e.range.start), offset(e.range.end), e.new_text) for e in edits)
-    for begin, end, new_text in reversed(spans):
-        text = text[:begin] + new_text + text[end:]
-    return text
+def offset_of(text: str, position: types.Position) -> int:
+    """The string offset of an LSP position (UTF-16 columns) in ``text``."""
+    lines = lsp_lines(text)
+    if position.line >= len(lines):
+        return len(text)
+    before = sum(len(x) for x in lines[: position.line])
+    line = lines[position.line]
+    units = 0
+    for index, char in enumerate(line):
+        if units >= position.character or char in "\r\n":
+            return before + index
+        units += 2 if ord(char) > 0xFFFF else 1
+    return before + len(line.rstrip("\r\n"))
+
+
+def text_in(text: str, lsp_range: types.Range) -> str:
+    return text[offset_of(text, lsp_range.start) : offset_of(text, lsp_range.end)]
+
+
+def apply_text_edits(text: str, edits: list[types.TextEdit]) -> str:
+    """Apply LSP edits the way an editor does: all against the old text, inserts at one
+    point in the order given."""
+    spans = [
+        (offset_of(text, e.range.start), offset_of(text, e.range.end), order, e.new_text)
+        for order, e in enumerate(edits)
+    ]
+    spans.sort(key=lambda s: (s[0], s[1], s[2]))
+    pieces: list[str] = []
+    cursor = 0
+    for begin, end, _, new_text in spans:
+        pieces.append(text[cursor:begin])
+        pieces.append(new_text)
+        cursor = max(cursor, end)
+    pieces.append(text[cursor:])
+    return "".join(pieces)
 
 
 def edits_for(edit: types.WorkspaceEdit, uri: str) -> list[types.TextEdit]:
