@@ -387,6 +387,21 @@ def test_fix_refuses_an_edit_that_breaks_the_file(
     assert status == 1
 
 
+@pytest.mark.usefixtures("stand_in_rules")
+def test_stdin_is_checked_under_its_given_name(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import io
+
+    stdin = io.TextIOWrapper(io.BytesIO(b"v = t.item()\n"), encoding="utf-8")
+    monkeypatch.setattr(sys, "stdin", stdin)
+    status, out, _ = run_main(["--stdin-filename", "pkg/x.py"], tmp_path, capsys, monkeypatch)
+    assert status == 1
+    assert out.startswith("pkg/x.py:1:5: GPU001")
+    bad = run_cli("-", cwd=tmp_path, stdin="def f(:\n")
+    assert "-:1:7: syntax error" in bad.stderr
+
+
 def test_fix_on_stdin_prints_the_fixed_text(tmp_path: Path) -> None:
     result = run_cli("--fix", "--stdin-filename", "x.py", "-", cwd=tmp_path, stdin="v = 1\n")
     assert result.returncode == 0

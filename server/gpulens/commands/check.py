@@ -33,11 +33,12 @@ exit status: 0 no finding of severity warning or error, 1 some, 2 usage, configu
 file error. Settings come from [tool.gpulens] in the nearest pyproject.toml; options win.
 """
 
-# Worker processes pay off once there is enough source. Forking the pool and pickling the
-# results back costs ~20-30 ms on 2 cores, while the analysis takes ~16 ms per 1k lines
-# (~35 KB): measured with benchmarks/check_vs_torchfix.py on the timm corpus, 2 workers lost
-# below ~170 KB (4.5k lines), broke even around 250 KB and won by ~30 % from 380 KB (10k
-# lines) on, whole process. Below these sizes the files are checked in this process.
+# Worker processes pay off once there is enough source: forking the pool and pickling the
+# results back costs a few tens of ms, the analysis ~16 ms per 1k lines (~35 KB). Measured
+# whole process, pinned to 2 cores, on subsets of the timm corpus (benchmarks/), best of 7
+# sequential -> 2 workers: 171 KB 346 -> 462 ms (loses), 240 KB 566 -> 377 ms, 275 KB
+# 599 -> 440 ms, 451 KB 682 -> 494 ms (16 files) and 509 -> 448 ms (65 files). Break-even
+# lies around 200 KB; below the threshold the files are checked in this process.
 PARALLEL_MIN_BYTES = 256 * 1024
 PARALLEL_MIN_FILES = 4
 # a worker earns its start-up with about this much source
@@ -231,7 +232,8 @@ def _check(args: argparse.Namespace) -> int:
     options = _Options(args.select, args.ignore)
     _with_options(_default_config(), options)  # bad codes are a usage error before any work
     settings = _Settings(options, args.exclude, cwd)
-    paths = args.paths or ["."]
+    # as ruff: a stdin name with no paths means the text comes on stdin
+    paths = args.paths or (["-"] if args.stdin_filename else ["."])
     if "-" in paths:
         if len(paths) > 1:
             raise UsageError("- (stdin) cannot be combined with other paths; check them apart")
