@@ -26,7 +26,7 @@ class Loop:
     iterates: Value | None  # what it iterates: a loader, a GPU array, …
     # inside a periodic guard (`if step % 100 == 0`) or a branch that leaves the loop
     guarded: bool = False
-    called_from: str | None = None  # "train_step() is called in the loop at line 42"
+    called_from: str | None = None  # "the loop at line 42, which calls train_step()"
     statement: ast.stmt | None = None  # the loop statement (None for comprehensions)
     # the statement list holding the loop statement, and its index there
     block: tuple[list[ast.stmt], int] | None = None

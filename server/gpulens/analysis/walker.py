@@ -33,7 +33,7 @@ class _CallSites:
     """What the file passes to one of its functions, and whether it does so in a loop."""
 
     arguments: dict[int | str, Value | None] = field(default_factory=dict)
-    hot_call: str | None = None  # "train_step() is called in the loop at line 42"
+    hot_call: str | None = None  # "the loop at line 42, which calls train_step()"
 
 
 def walk_module(
@@ -101,7 +101,9 @@ class _Walker:
         self.evaluator.invalidate()
         ctx.function = function
         ctx.loops = []
-        if sites is not None and sites.hot_call:
+        # a callee with loops of its own is the per-epoch level: its loops are the hot ones,
+        # and what runs once per call (a read of the epoch's total) is no pitfall
+        if sites is not None and sites.hot_call and not _has_loop(function.body):
             line = function.lineno - 1
             ctx.loops = [Loop(function, line, frozenset(), None, called_from=sites.hot_call)]
         try:
@@ -478,7 +480,7 @@ class _Walker:
         loop = self.ctx.hot_loop
         if loop is not None and sites.hot_call is None:
             short = name.removeprefix("self.")
-            sites.hot_call = f"{short}() is called in {loop.describe()}"
+            sites.hot_call = f"{loop.describe()}, which calls {short}()"
 
 
 def _expression_fields(node_type: type[ast.AST]) -> tuple[str, ...]:
@@ -495,6 +497,17 @@ _EXPRESSION_FIELDS: dict[type[ast.AST], tuple[str, ...]] = {
     for node_type in (getattr(ast, name) for name in dir(ast))
     if isinstance(node_type, type) and issubclass(node_type, ast.expr)
 }
+
+
+def _has_loop(body: list[ast.stmt]) -> bool:
+    pending: list[ast.AST] = list(body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, ast.For | ast.AsyncFor | ast.While):
+            return True
+        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda):
+            pending.extend(ast.iter_child_nodes(node))
+    return False
 
 
 def _element(value: Value | None) -> Value | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass, field
 
 from gpulens.analysis import frameworks as fw
@@ -63,6 +64,17 @@ def _interval(ctx: Context) -> _Interval:
     return state
 
 
+# `start = time.perf_counter()` opens an interval: work queued before it is not timed by it
+_START_NAME = re.compile(r"^(t_?0|tic|st|since|start\w*|begin\w*|\w*_(start|begin|t0))$", re.I)
+
+
+def _starts_interval(node: ast.Call, ctx: Context) -> bool:
+    match ctx.statement:
+        case ast.Assign(targets=[ast.Name(id=name)], value=value) if value is node:
+            return bool(_START_NAME.match(name))
+    return False
+
+
 def _synced(interval: _Interval, node: ast.AST, ctx: Context) -> None:
     interval.pending.clear()
     interval.sync = ctx.span(node)
@@ -80,7 +92,7 @@ def check_clock(node: ast.Call, ctx: Context) -> None:
     if _inside_sync(interval, node, ctx):
         return
     if name in fw.HOST_CLOCKS:
-        if interval.started and interval.pending:
+        if interval.started and interval.pending and not _starts_interval(node, ctx):
             _report(node, interval, ctx)
         interval.started = True
         interval.pending.clear()

@@ -64,3 +64,30 @@ def host_only(values):
         total += v.item()
         print(float(v))
     return total
+
+
+def train_step(x, y):
+    loss = criterion(model(x), y)
+    loss.backward()
+    optimizer.step()
+    return loss.item()  # expect: GPU001
+
+
+def epoch(loader):
+    total = 0.0
+    for x, y in loader:
+        total += train_step(x.to(device, non_blocking=True), y.to(device, non_blocking=True))
+    return total
+
+
+def fit(loader):
+    for _ in range(10):
+        history = run_epoch(loader)
+    return history
+
+
+def run_epoch(loader):
+    total = torch.zeros((), device=device)
+    for x, y in loader:
+        total += criterion(model(x.to(device, non_blocking=True)), y.to(device, non_blocking=True)).detach()
+    return total.item()

@@ -31,3 +31,14 @@ def host_timing(items):
     begin = time.time()
     squares = [i * i for i in items]
     return time.time() - begin
+
+
+def two_intervals():
+    t0 = time.perf_counter()
+    a = x @ x
+    torch.cuda.synchronize()
+    first = time.perf_counter() - t0
+    b = x @ x
+    start = time.perf_counter()
+    c = b @ b
+    return first, time.perf_counter() - start  # expect: GPU004
