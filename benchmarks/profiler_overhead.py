@@ -87,7 +87,8 @@ def with_gpulens(code: Any, namespace: dict[str, Any], backend: str = "cupti") -
         raise RuntimeError(f"profile failed: {capture.backend} {capture.error} {capture.warnings}")
     return {
         "e2e": end - start,
-        "run": capture.timings["run_s"],
+        "run": capture.timings["cell_s"],
+        "begin_s": capture.timings["begin_s"],
         "records": records,
         "decode_attr_s": capture.timings.get("decode_s", 0) + (end - decoded),
         "attr_s": end - decoded,
@@ -102,8 +103,11 @@ def median(runs: list[dict[str, float]], key: str) -> float:
 def measure(label: str, source: str, namespace: dict[str, Any], reps: int, torch_reps: int) -> None:
     code = compile(source, f"<bench-{label}>", "exec")
     exec(code, namespace)  # warm: kernels loaded, allocator primed
-    base = [plain(code, namespace) for _ in range(reps)]
-    lens = [with_gpulens(code, namespace) for _ in range(reps)]
+    base: list[dict[str, float]] = []
+    lens: list[dict[str, float]] = []
+    for _ in range(reps):  # interleaved, so clock drift hits both alike
+        base.append(plain(code, namespace))
+        lens.append(with_gpulens(code, namespace))
     kineto = [with_gpulens(code, namespace, "torch") for _ in range(torch_reps)]
     p = median(base, "e2e")
     print(f"\n== {label}: plain {p * 1e3:.1f} ms (median of {reps})")
@@ -118,7 +122,8 @@ def measure(label: str, source: str, namespace: dict[str, Any], reps: int, torch
     print(
         f"  gpulens records {records:.0f}; flush {median(lens, 'flush_s') * 1e3:.1f} ms; "
         f"decode+attribution {median(lens, 'decode_attr_s') * 1e3:.1f} ms = {per10k * 1e3:.1f} ms/10k "
-        f"(attribution alone {median(lens, 'attr_s') * 1e3:.1f} ms)"
+        f"(attribution alone {median(lens, 'attr_s') * 1e3:.1f} ms); "
+        f"begin {median(lens, 'begin_s') * 1e3:.1f} ms"
     )
 
 

@@ -53,7 +53,7 @@ def profile_cell_in_kernel(
         backend=capture.backend,
         gpus=capture.gpus,
         warnings=capture.warnings,
-        wall_s=capture.timings.get("run_s"),
+        wall_s=capture.timings.get("cell_s"),
         error=capture.error,
         code=lines,
         timings=capture.timings,

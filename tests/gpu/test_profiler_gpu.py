@@ -241,7 +241,10 @@ def test_numba_cuda_jit_kernel(torch: Any) -> None:
             x[i] += 1
 
     d = cuda.to_device(np.zeros(1000, np.float32))
-    add_one[4, 256](d)
+    try:
+        add_one[4, 256](d)  # compile outside the profile
+    except AttributeError as error:  # numba-cuda built against an older NumPy
+        pytest.skip(f"numba-cuda cannot compile a kernel with this NumPy: {error}")
     cuda.synchronize()
     _, _, lines = profile("numba_kernel", NUMBA, {"cuda": cuda, "add_one": add_one, "d": d})
     kernels = lines[line_of(NUMBA, "# launch")]["kernels"]

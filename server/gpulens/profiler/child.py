@@ -71,7 +71,7 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
         backend=capture.backend,
         gpus=capture.gpus,
         warnings=capture.warnings,
-        wall_s=timings.get("run_s", wall),
+        wall_s=timings.get("cell_s", wall),
         error=capture.error,
         code=code_lines,
         timings=timings,

@@ -6,9 +6,12 @@ from typing import Any
 
 # a pageable copy at least this large is worth pinning (below it, launch latency dominates)
 PAGEABLE_HINT_BYTES = 1 << 20
-# "many tiny kernels": at least this many on the line, averaging at most this long
+# "many tiny kernels": at least this many on the line, averaging at most this long, and
+# either several per run of the line (fuse them) or a line run very often (batch the runs)
 TINY_KERNEL_COUNT = 100
 TINY_KERNEL_S = 20e-6
+TINY_KERNELS_PER_RUN = 4
+TINY_KERNEL_RUNS = 500
 # "syncs every iteration": a line run at least this often that syncs on most runs
 SYNC_LOOP_HITS = 5
 SYNC_LOOP_SHARE = 0.9
@@ -41,8 +44,12 @@ def line_hints(line: dict[str, Any], pinned_gbps: float | None) -> list[dict[str
         found.append({"code": "pinned-memory", "message": message})
     kernels = line.get("kernels", {})
     count = kernels.get("count", 0)
-    if count >= TINY_KERNEL_COUNT and kernels.get("gpu_s", 0) / count <= TINY_KERNEL_S:
-        per_hit = count / max(line.get("hits", 1), 1)
+    per_hit = count / max(line.get("hits", 1), 1)
+    if (
+        count >= TINY_KERNEL_COUNT
+        and kernels.get("gpu_s", 0) / count <= TINY_KERNEL_S
+        and (per_hit >= TINY_KERNELS_PER_RUN or line.get("hits", 0) >= TINY_KERNEL_RUNS)
+    ):
         found.append(
             {
                 "code": "fuse-kernels",

@@ -143,11 +143,12 @@ def profile_code(code: CodeType, namespace: dict[str, Any], backend: str = "auto
         warnings.append(SETTRACE_WARNING.format(version=sys.version.split()[0]))
     error: dict[str, Any] | None = None
     raised: BaseException | None = None
-    began = time.perf_counter()
     records: dict[str, Any] = {}
-    ran = began
+    began = time.perf_counter()
+    started = ran = began
     try:
         session.begin()
+        started = time.perf_counter()
         try:
             recorder.start()
             exec(code, namespace)
@@ -161,7 +162,13 @@ def profile_code(code: CodeType, namespace: dict[str, Any], backend: str = "auto
         records = session.finish()
     finished = time.perf_counter()
     warnings.extend(session.warnings)
-    timings = {"run_s": ran - began, "finish_s": finished - ran}
+    # begin: enabling the backend; cell: the cell alone; finish: flush, release, decode
+    timings = {
+        "begin_s": started - began,
+        "cell_s": ran - started,
+        "run_s": ran - began,
+        "finish_s": finished - ran,
+    }
     timings.update(records.pop("_timings", {}))
     return Capture(
         backend=session.name,

@@ -12,7 +12,9 @@ kind is disabled, every cbid filter restored and the buffers flushed, so torch.p
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
+import os
 import re
 import struct
 import threading
@@ -87,6 +89,11 @@ class _BufferSink:
 
 
 _SINK: _BufferSink | None = None
+# whether the stride walk matched CUPTI's own record cursor (checked once per process)
+_WALK_VERIFIED: list[bool] = []
+# (domain, cbid) of the API calls not recorded, computed once per process
+_FILTERED_CBIDS: list[tuple[str, int]] = []
+_SELECTED_CBIDS: list[tuple[str, int]] = []
 
 
 def _configure(lib: ctypes.CDLL) -> None:
@@ -149,6 +156,9 @@ class CuptiSession:
             "syncs": _latest_dtype(cupti, "synchronization"),
         }
         self._filtered: list[tuple[str, int]] = []
+        # "filter": enable RUNTIME/DRIVER, then turn off every cbid but the chosen ones;
+        # "select": leave the kinds off and turn on the chosen cbids alone (fewer calls)
+        self.api_mode = os.environ.get("GPULENS_CUPTI_API_MODE", "filter")
         self._enabled: list[int] = []
         self.main_tid = threading.get_native_id()
 
@@ -172,6 +182,8 @@ class CuptiSession:
         except Exception:
             self.warnings.append("CUPTI thread ids are not system ids: thread counts may be off")
         for family in ("api", "kernels", "memcpy", "memset", "syncs"):
+            if family == "api" and self.api_mode == "select":
+                continue  # per-cbid enables alone
             for kind in self.kinds[family]:
                 cupti.activity_enable(kind)
                 self._enabled.append(kind)
@@ -180,19 +192,30 @@ class CuptiSession:
     def _filter_api_records(self) -> None:
         """Keep API records of the calls that make or wait for GPU work only."""
         cupti = self.cupti
-        for domain, enum, setter in (
-            ("runtime", cupti.runtime_api_trace_cbid, cupti.activity_enable_runtime_api),
-            ("driver", cupti.driver_api_trace_cbid, cupti.activity_enable_driver_api),
-        ):
-            for member in enum:
-                name = member.name
-                if name.startswith(("INVALID", "SIZE", "FORCE_INT")) or API_NAMES.search(name):
-                    continue
-                try:
-                    setter(int(member), 0)
-                except Exception:
-                    continue
-                self._filtered.append((domain, int(member)))
+        if not _FILTERED_CBIDS:
+            for domain, enum in (
+                ("runtime", cupti.runtime_api_trace_cbid),
+                ("driver", cupti.driver_api_trace_cbid),
+            ):
+                for member in enum:
+                    if member.name.startswith(("INVALID", "SIZE", "FORCE_INT")):
+                        continue
+                    chosen = _SELECTED_CBIDS if API_NAMES.search(member.name) else _FILTERED_CBIDS
+                    chosen.append((domain, int(member)))
+        setters = {
+            "runtime": cupti.activity_enable_runtime_api,
+            "driver": cupti.activity_enable_driver_api,
+        }
+        if self.api_mode == "select":
+            todo, value = _SELECTED_CBIDS, 1
+        else:
+            todo, value = _FILTERED_CBIDS, 0
+        for domain, cbid in todo:
+            try:
+                setters[domain](cbid, value)
+            except Exception:
+                continue
+            self._filtered.append((domain, cbid))
 
     def finish(self) -> dict[str, Any]:
         """Waits for the cell's GPU work, flushes, releases CUPTI, decodes. Never raises."""
@@ -210,16 +233,15 @@ class CuptiSession:
             except Exception:
                 pass
         self._enabled.clear()
+        restore = 0 if self.api_mode == "select" else 1
         for domain, cbid in self._filtered:  # restore CUPTI's default for the next owner
             setter = (
                 cupti.activity_enable_runtime_api
                 if domain == "runtime"
                 else cupti.activity_enable_driver_api
             )
-            try:
-                setter(cbid, 1)
-            except Exception:
-                pass
+            with contextlib.suppress(Exception):
+                setter(cbid, restore)
         self._filtered.clear()
         try:
             cupti.activity_flush_all(FLUSH_FORCED)
@@ -295,18 +317,21 @@ _KIND = struct.Struct("<I")
 
 
 def _walk_by_size(
-    blob: bytes, begin: int, end: int, sizes: dict[int, int]
+    words: memoryview, begin: int, end: int, sizes: dict[int, int]
 ) -> list[tuple[int, int]] | None:
-    """(kind, offset) of each record, stepping by struct size; None on an unknown kind."""
+    """(kind, offset) of each record, stepping by struct size; None on an unknown kind.
+
+    `words` is the blob as uint32: records start 8-byte aligned, their kind first."""
     found = []
+    append = found.append
+    get = sizes.get
     offset = begin
-    unpack = _KIND.unpack_from
     while offset < end:
-        kind = unpack(blob, offset)[0]
-        size = sizes.get(kind)
+        kind = words[offset >> 2]
+        size = get(kind)
         if size is None:
             return None
-        found.append((kind, offset))
+        append((kind, offset))
         offset += size
     return found if offset == end else None
 
@@ -332,17 +357,18 @@ def decode_buffers(buffers: list[bytes], session: CuptiSession) -> dict[str, Any
     family_of = {kind: family for family, kinds in session.kinds.items() for kind in kinds}
     sizes = {kind: session.dtypes[family].itemsize for kind, family in family_of.items()}
     widest = max(sizes.values())
-    blob = b"".join(buffers) + bytes(widest)  # padding: a gather never reads past the end
+    blob = b"".join(buffers) + bytes(widest + 8)  # padding: a gather never reads past the end
+    words = memoryview(blob)[: len(blob) // 4 * 4].cast("I")
     offsets: dict[str, list[int]] = {family: [] for family in session.kinds}
     begin = 0
-    verified = getattr(session, "_walk_verified", None)
     for buffer in buffers:
         end = begin + len(buffer)
-        walk = _walk_by_size(blob, begin, end, sizes) if verified is not False else None
+        verified = _WALK_VERIFIED[0] if _WALK_VERIFIED else None
+        walk = _walk_by_size(words, begin, end, sizes) if verified is not False else None
         if walk is not None and verified is None:
             # once per process: the stride walk must match CUPTI's own cursor
             verified = walk == _walk_by_cupti(session.sink.lib, blob, begin, end)
-            session._walk_verified = verified  # type: ignore[attr-defined]
+            _WALK_VERIFIED.append(verified)
             if not verified:
                 session.warnings.append(
                     "activity records are laid out differently from cupti-python's dtypes; "
@@ -356,6 +382,7 @@ def decode_buffers(buffers: list[bytes], session: CuptiSession) -> dict[str, Any
             if family is not None:
                 offsets[family].append(offset)
         begin = end
+    words.release()
     raw = np.frombuffer(blob, dtype=np.uint8)
 
     def gather(family: str) -> Any:

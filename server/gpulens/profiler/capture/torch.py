@@ -22,6 +22,8 @@ _SYNC_CALLS = {
     "cuCtxSynchronize": "context",
     "cuEventSynchronize": "event",
 }
+# Kineto's own names for CUPTI synchronization records, on the device side
+_DEVICE_SYNCS = {"Stream Sync": "stream", "Context Sync": "context", "Event Sync": "event"}
 _MEMCPY = re.compile(
     r"^Memcpy (?P<dir>HtoD|DtoH|DtoD|HtoH|PtoP)(?: \((?P<src>\w+) -> (?P<dst>\w+)\))?"
 )
@@ -108,49 +110,55 @@ def records_from_events(events: Any, filename: str) -> dict[str, Any]:
     syncs: dict[str, list[Any]] = {k: [] for k in ("corr", "start", "end", "type")}
     names: list[str] = []
     name_index: dict[str, int] = {}
+    # syncs as host-side runtime calls and as device-side sync records (which of the two
+    # appears depends on the torch version): the larger set is kept
+    host_syncs: list[tuple[int | None, int, str]] = []
+    device_syncs: list[tuple[int | None, int, str]] = []
     corr = 0
+
+    def add(family: dict[str, list[Any]], line: int | None, **values: Any) -> None:
+        nonlocal corr
+        corr += 1
+        corr_line[corr] = line
+        family["corr"].append(corr)
+        family["start"].append(0)
+        for key, value in values.items():
+            family[key].append(value)
+
     for event in events:
-        if getattr(event, "device_type", None) is not None and str(event.device_type).endswith(
-            "CPU"
-        ):
-            sync_type = _SYNC_CALLS.get(event.name)
-            if sync_type:
-                corr += 1
-                corr_line[corr] = _line_in(event, filename)
-                syncs["corr"].append(corr)
-                syncs["start"].append(int(event.time_range.start * 1000))
-                syncs["end"].append(int(event.time_range.end * 1000))
-                syncs["type"].append(sync_type)
-            for kernel in getattr(event, "kernels", ()) or ():
-                corr += 1
-                corr_line[corr] = _line_in(event, filename)
-                duration = int(getattr(kernel, "duration", 0) * 1000)
-                device = int(getattr(kernel, "device", 0) or 0)
-                copy = _MEMCPY.match(kernel.name)
-                if copy:
-                    memcpy["corr"].append(corr)
-                    memcpy["start"].append(0)
-                    memcpy["end"].append(duration)
-                    memcpy["device"].append(device)
-                    memcpy["bytes"].append(0)
-                    memcpy["copy_kind"].append(copy.group("dir").lower())
-                    memcpy["src_kind"].append((copy.group("src") or "unknown").lower())
-                    memcpy["dst_kind"].append((copy.group("dst") or "unknown").lower())
-                elif kernel.name.startswith("Memset"):
-                    memset["corr"].append(corr)
-                    memset["start"].append(0)
-                    memset["end"].append(duration)
-                    memset["device"].append(device)
-                    memset["bytes"].append(0)
-                else:
-                    index = name_index.setdefault(kernel.name, len(names))
-                    if index == len(names):
-                        names.append(kernel.name)
-                    kernels["corr"].append(corr)
-                    kernels["start"].append(0)
-                    kernels["end"].append(duration)
-                    kernels["device"].append(device)
-                    kernels["name"].append(index)
+        if not str(getattr(event, "device_type", "")).endswith("CPU"):
+            continue
+        line = _line_in(event, filename)
+        sync_type = _SYNC_CALLS.get(event.name)
+        if sync_type:
+            span = int((event.time_range.end - event.time_range.start) * 1000)
+            host_syncs.append((line, span, sync_type))
+        for kernel in getattr(event, "kernels", ()) or ():
+            duration = int(getattr(kernel, "duration", 0) * 1000)
+            device = int(getattr(kernel, "device", 0) or 0)
+            copy = _MEMCPY.match(kernel.name)
+            if kernel.name in _DEVICE_SYNCS:
+                device_syncs.append((line, duration, _DEVICE_SYNCS[kernel.name]))
+            elif copy:
+                add(
+                    memcpy,
+                    line,
+                    end=duration,
+                    device=device,
+                    bytes=0,
+                    copy_kind=copy.group("dir").lower(),
+                    src_kind=(copy.group("src") or "unknown").lower(),
+                    dst_kind=(copy.group("dst") or "unknown").lower(),
+                )
+            elif kernel.name.startswith("Memset"):
+                add(memset, line, end=duration, device=device, bytes=0)
+            else:
+                index = name_index.setdefault(kernel.name, len(names))
+                if index == len(names):
+                    names.append(kernel.name)
+                add(kernels, line, end=duration, device=device, name=index)
+    for line, span, sync_type in max(host_syncs, device_syncs, key=len):
+        add(syncs, line, end=span, type=sync_type)
     return {
         "corr_line": corr_line,
         "kernels": kernels,

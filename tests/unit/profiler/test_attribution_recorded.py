@@ -1,0 +1,99 @@
+"""Attribution on captures recorded on the device machine (H200, cupti backend).
+
+The expected figures come from each cell's source (tests/gpu/test_profiler_gpu.py holds the
+same cells): N copies of B bytes, one sync per `.item()`, one kernel per elementwise op.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpulens.profiler.attribution import attribute_records
+from gpulens.profiler.report import build_payload
+
+from .conftest import load_fixture
+
+
+def replay(name: str) -> tuple[dict[str, Any], dict[int, dict[str, Any]], list[str]]:
+    fixture = load_fixture(name)
+    attributed = attribute_records(fixture["events"], fixture["records"])
+    source = fixture["source"].splitlines()
+    payload = build_payload(
+        attributed, source={"path": name, "first_line": 1}, backend=fixture["backend"], code=source
+    )
+    return payload, {line["line"]: line for line in payload["lines"]}, source
+
+
+def line_with(source: list[str], marker: str) -> int:
+    return next(i for i, text in enumerate(source, 1) if marker in text)
+
+
+def test_hundred_small_pageable_copies_land_on_their_line() -> None:
+    payload, lines, source = replay("small_copies")
+    htod = lines[line_with(source, "# copies")]["transfers"]["htod"]
+    assert (htod["count"], htod["bytes"], htod["pageable"]) == (100, 100 * 4096, 100)
+    assert payload["unattributed"]["transfers"] == 0
+
+
+def test_large_pageable_pinned_and_device_to_host_copies() -> None:
+    _, lines, source = replay("big_copies")
+    pageable = lines[line_with(source, "# pageable")]
+    assert pageable["transfers"]["htod"]["bytes"] == 400_000_000
+    assert pageable["transfers"]["htod"]["pageable"] == pageable["transfers"]["htod"]["count"]
+    hint = next(h for h in pageable["hints"] if h["code"] == "pinned-memory")
+    assert "GB/s" in hint["message"] and "pinned copies in this cell ran at" in hint["message"]
+    pinned = lines[line_with(source, "# pinned")]["transfers"]["htod"]
+    assert (pinned["count"], pinned["bytes"], pinned["pinned"]) == (1, 40_000_000, 1)
+    assert not lines[line_with(source, "# pinned")]["hints"]
+    assert lines[line_with(source, "# d2h")]["transfers"]["dtoh"]["bytes"] == 400_000_000
+
+
+def test_item_every_step_is_one_sync_one_d2h_and_a_gpu001_hint() -> None:
+    _, lines, source = replay("item_sync_cupti")
+    line = lines[line_with(source, "# item")]
+    assert line["hits"] == 50
+    assert line["syncs"]["count"] == 50
+    assert (line["transfers"]["dtoh"]["count"], line["transfers"]["dtoh"]["bytes"]) == (50, 200)
+    assert line["kernels"]["count"] == 100
+    assert [h["code"] for h in line["hints"]] == ["GPU001"]
+    assert line["syncs"]["stall_s"] > 0
+
+
+def test_backward_kernels_from_the_autograd_thread_land_on_the_backward_line() -> None:
+    payload, lines, source = replay("train_step")
+    assert payload["unattributed"] == {"kernels": 0, "transfers": 0, "syncs": 0, "memsets": 0}
+    backward = lines[line_with(source, "# backward")]
+    assert backward["kernels"]["count"] > 0
+    assert backward["kernels"]["count"] % 20 == 0
+    assert backward["other_thread_calls"] > 0
+    assert lines[line_with(source, "# forward")]["other_thread_calls"] == 0
+    assert lines[line_with(source, "loss.item()")]["syncs"]["count"] == 20
+    total = sum(line["kernels"]["count"] for line in payload["lines"])
+    assert total == len(load_fixture("train_step")["records"]["kernels"]["corr"])
+
+
+def test_cupy_elementwise_kernel_by_name() -> None:
+    _, lines, source = replay("cupy_elementwise")
+    kernels = lines[line_with(source, "# launch")]["kernels"]
+    assert kernels["count"] == 10
+    assert "gpulens_double" in kernels["top"][0]["name"]
+
+
+def test_nested_function_lines_then_back_to_the_caller() -> None:
+    _, lines, source = replay("nested_function")
+    for marker in ("# mul", "# sum", "# add"):
+        assert lines[line_with(source, marker)]["kernels"]["count"] == 7, marker
+    call = lines[line_with(source, "# call")]
+    assert (call["hits"], call["kernels"]["count"]) == (7, 0)
+    # host time is inclusive: the call line covers the function's own lines
+    inner = sum(lines[line_with(source, m)]["host_s"] for m in ("# mul", "# sum"))
+    assert call["host_s"] >= inner
+
+
+def test_oom_cell_reports_the_lines_that_ran() -> None:
+    fixture = load_fixture("oom")
+    _, lines, source = replay("oom")
+    assert lines[line_with(source, "# before")]["kernels"]["count"] == 1
+    assert line_with(source, "# after") not in lines
+    assert fixture["error"]["line"] == line_with(source, "# oom")
+    assert "OutOfMemory" in fixture["error"]["type"]
