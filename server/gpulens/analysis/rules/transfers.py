@@ -228,6 +228,8 @@ def check_cpu_then_moved(node: ast.Call, ctx: Context) -> None:
         factory = value.origin
         if not isinstance(factory, ast.Call) or not _is_cpu_factory(factory, ctx):
             return
+        if not _untouched_since(source.id, factory, ctx):
+            return  # filled or read on the host in between: the copy may be the point
         ctx.report(
             CPU_THEN_MOVED,
             node,
@@ -294,16 +296,7 @@ def _named_fix(
         and len(statement.targets) == 1
         and isinstance(statement.targets[0], ast.Name)
         and statement.targets[0].id == name
-        and ctx.statements is not None
     ):
-        return ()
-    body, index = ctx.statements
-    for earlier in reversed(body[:index]):
-        if any(n is factory for n in ast.walk(earlier)):
-            break
-        if name in names_in(earlier):
-            return ()
-    else:
         return ()
     if device.isidentifier() and not _defined_before(device, factory, ctx):
         return ()
@@ -324,6 +317,19 @@ def _named_fix(
             (add_keyword(ctx, factory, f"device={device}"), removal),
         ),
     )
+
+
+def _untouched_since(name: str, factory: ast.Call, ctx: Context) -> bool:
+    """The factory's statement stands earlier in this block, and nothing between uses ``name``."""
+    if ctx.statements is None:
+        return False
+    body, index = ctx.statements
+    for earlier in reversed(body[:index]):
+        if any(n is factory for n in ast.walk(earlier)):
+            return True
+        if name in names_in(earlier):
+            return False
+    return False
 
 
 def _defined_before(name: str, factory: ast.Call, ctx: Context) -> bool:

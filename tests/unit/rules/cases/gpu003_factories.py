@@ -14,3 +14,7 @@ weights = weights.to(device)  # expect: GPU003
 data = load()
 from_data = torch.tensor(data).to(device)
 half = torch.ones(3).to(torch.float16)
+
+table = torch.zeros(4, 4)
+table[:, 0] = 1
+table = table.to(device)
