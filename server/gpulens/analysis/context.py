@@ -26,7 +26,7 @@ class Loop:
     iterates: Value | None  # what it iterates: a loader, a GPU array, …
     # inside a periodic guard (`if step % 100 == 0`) or a branch that leaves the loop
     guarded: bool = False
-    called_from: str | None = None  # "the loop at line 42, which calls train_step()"
+    called_from: str | None = None  # "the loop that calls train_step()"
     statement: ast.stmt | None = None  # the loop statement (None for comprehensions)
     # the statement list holding the loop statement, and its index there
     block: tuple[list[ast.stmt], int] | None = None
@@ -38,9 +38,14 @@ class Loop:
         return self.iterates is not None and self.iterates.kind in (Kind.LOADER, Kind.BATCH)
 
     def describe(self) -> str:
+        # no line numbers: in a notebook they would count from the first cell
         if self.called_from:
             return self.called_from
-        return f"the loop at line {self.line + 1}"
+        if isinstance(self.node, ast.For | ast.AsyncFor):
+            return "the enclosing `for` loop"
+        if isinstance(self.node, ast.While):
+            return "the enclosing `while` loop"
+        return "the comprehension"
 
 
 @dataclass(slots=True)

@@ -33,7 +33,7 @@ class _CallSites:
     """What the file passes to one of its functions, and whether it does so in a loop."""
 
     arguments: dict[int | str, Value | None] = field(default_factory=dict)
-    hot_call: str | None = None  # "the loop at line 42, which calls train_step()"
+    hot_call: str | None = None  # "the loop that calls train_step()"
 
 
 def walk_module(
@@ -480,7 +480,7 @@ class _Walker:
         loop = self.ctx.hot_loop
         if loop is not None and sites.hot_call is None:
             short = name.removeprefix("self.")
-            sites.hot_call = f"{loop.describe()}, which calls {short}()"
+            sites.hot_call = f"the loop that calls {short}()"
 
 
 def _expression_fields(node_type: type[ast.AST]) -> tuple[str, ...]:

@@ -233,9 +233,9 @@ def check_cpu_then_moved(node: ast.Call, ctx: Context) -> None:
         ctx.report(
             CPU_THEN_MOVED,
             node,
-            f"`{source.id}` is filled in host memory by `{shown(ctx, factory)}` (line "
-            f"{factory.lineno}), then copied to the GPU here. Pass `device=` to the factory so "
-            "the GPU creates it in place.",
+            f"`{source.id}` is made in host memory by `{shown(ctx, factory)}` above, then "
+            "copied to the GPU here. Pass `device=` to the factory so the GPU creates it in "
+            "place: no host allocation, no transfer.",
             _named_fix(node, source.id, factory, device, ctx),
         )
 
