@@ -329,8 +329,10 @@ def _set_cell_source(cell: dict[str, Any], source: str) -> None:
 def _dump_notebook(notebook: dict[str, Any], raw: str) -> str:
     """JSON as the file was written: Jupyter's indent of 1 unless the file used another,
     keys in their order, non-ASCII kept as is unless the file escaped it."""
-    second = raw.split("\n", 2)[1] if raw.count("\n") >= 2 else ""
-    indent = len(second) - len(second.lstrip(" ")) or 1
+    indent: int | None = None  # a notebook written on one line stays on one line
+    if "\n" in raw.strip():
+        second = raw.lstrip().split("\n", 2)[1]
+        indent = len(second) - len(second.lstrip(" ")) or 1
     ascii_only = raw.isascii() and "\\u" in raw
     text = json.dumps(notebook, indent=indent, ensure_ascii=ascii_only)
     return text + "\n" if raw.endswith("\n") else text
