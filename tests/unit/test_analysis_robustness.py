@@ -103,3 +103,10 @@ def test_random_edits_never_raise(example: str, cut: float, length: int, insert:
     for finding in analysis.findings:
         assert 0 <= finding.span.line <= finding.span.end_line
         assert finding.span.line < len(lines) + 1
+
+
+def test_form_feed_and_unicode_separators_do_not_shift_positions() -> None:
+    text = LOOP.replace("for i", "\x0c\nx2 = '\u2028'\nfor i")
+    finding = next(f for f in analyze(text).findings if f.code == "GPU001")
+    line = text.split("\n")[finding.span.line]
+    assert line[finding.span.column : finding.span.end_column] == "x.sum().item()"

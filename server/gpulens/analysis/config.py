@@ -96,9 +96,17 @@ def find_pyproject(start: Path) -> Path | None:
         candidate = folder / "pyproject.toml"
         if candidate.is_file():
             try:
-                data = tomllib.loads(candidate.read_text(encoding="utf-8"))
-            except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+                text = candidate.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError):
                 continue
+            if "gpulens" not in text:
+                continue
+            try:
+                data = tomllib.loads(text)
+            except tomllib.TOMLDecodeError as error:
+                raise ConfigError(
+                    f"{candidate} is not valid TOML ({error}); fix it or remove [tool.gpulens]"
+                ) from None
             if "gpulens" in data.get("tool", {}):
                 return candidate
     return None

@@ -5,13 +5,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from gpulens.analysis.model import Edit, Finding, Fix
+from gpulens.analysis.source import split_lines
 
 
 def _offsets(text: str) -> list[int]:
+    """Where each line starts, lines split as `SourceText` splits them."""
     starts = [0]
-    for index, char in enumerate(text):
-        if char == "\n":
-            starts.append(index + 1)
+    for line in split_lines(text):
+        starts.append(starts[-1] + len(line))
     return starts
 
 

@@ -29,8 +29,8 @@ class SourceText:
 
     def __init__(self, text: str) -> None:
         self.text = text
-        self.lines = text.splitlines(keepends=True) or [""]
-        if text.endswith(("\n", "\r")):
+        self.lines = split_lines(text)
+        if not self.lines or text.endswith(("\n", "\r")):
             self.lines.append("")
         self._ascii = [line.isascii() for line in self.lines]
 
@@ -68,6 +68,16 @@ class SourceText:
 
 
 _INDENT = re.compile(r"[ \t]*")
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
+
+
+def split_lines(text: str) -> list[str]:
+    """Lines with their endings, split where Python's tokenizer splits them.
+
+    `str.splitlines` also splits on form feeds, `\\x1c`-`\\x1e`, `\\x85` and U+2028, which
+    `ast` does not count as line ends: positions would drift after the first one.
+    """
+    return _LINE.findall(text)
 
 
 def _blank_line(lines: list[str], index: int) -> None:
@@ -97,9 +107,9 @@ def parse_tolerant(text: str) -> tuple[ast.Module, SyntaxProblem | None]:
         first = _problem(error)
     except (RecursionError, MemoryError, ValueError) as error:
         # one pathological statement (a 20,000-term sum, a NUL byte): keep the others
-        return _parse_blocks(text.splitlines(keepends=True)), SyntaxProblem(_describe(error), 0, 0)
+        return _parse_blocks(split_lines(text)), SyntaxProblem(_describe(error), 0, 0)
 
-    lines = text.splitlines(keepends=True)
+    lines = split_lines(text)
     problem = first
     for _ in range(MAX_REPAIRS):
         _blank_statement(lines, _error_line(problem, len(lines)))
@@ -109,7 +119,7 @@ def parse_tolerant(text: str) -> tuple[ast.Module, SyntaxProblem | None]:
             problem = _problem(error)
         except (RecursionError, MemoryError, ValueError):
             break
-    return _parse_blocks(text.splitlines(keepends=True)), first
+    return _parse_blocks(split_lines(text)), first
 
 
 def _problem(error: SyntaxError) -> SyntaxProblem:
