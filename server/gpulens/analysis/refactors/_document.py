@@ -9,6 +9,7 @@ whole lines without breaking the file's line endings.
 from __future__ import annotations
 
 import ast
+import functools
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -141,9 +142,11 @@ def stmt_start(stmt: ast.stmt) -> int:
 
 
 class Document:
-    """A parsed document with the line and column conversions the refactors need."""
+    """A parsed document with the line and column conversions the refactors need.
 
-    __slots__ = ("_byte_lines", "imports", "lines", "newline", "parents", "text", "tree")
+    Treat it as read-only: `Document.parse` hands the same instance to every refactor asked
+    about the same text (the code-action menu asks all three at once).
+    """
 
     def __init__(self, text: str, tree: ast.Module) -> None:
         self.text = text
@@ -153,23 +156,32 @@ class Document:
         self.newline = "\r\n" if "\r\n" in text else "\n"
         self._byte_lines: dict[int, bytes] = {}
         self.parents: dict[int, ast.AST] = {}
-        for node in ast.walk(tree):
+        # one walk, kept: every later question iterates this list instead of the tree
+        self.nodes: list[ast.AST] = list(ast.walk(tree))
+        for node in self.nodes:
             for child in ast.iter_child_nodes(node):
                 self.parents[id(child)] = node
         self.imports = _imports(tree)
+        # facts a refactor derives from the whole file, computed once per text
+        self.memo: dict[str, object] = {}
 
     @classmethod
     def parse(cls, text: str) -> Document | None:
         """The document, or None when it is not valid Python (or mixes in lone CRs)."""
-        if "\r" in text.replace("\r\n", ""):
-            return None  # lone CRs break lines for `ast` but not for edits: refuse
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                tree = ast.parse(text)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            return None
-        return cls(text, tree)
+        return _parse_cached(text)
+
+    def of_type(self, *types: type[ast.AST]) -> list[ast.AST]:
+        key = "of_type:" + ",".join(t.__name__ for t in types)
+        if key not in self.memo:
+            self.memo[key] = [n for n in self.nodes if isinstance(n, types)]
+        return self.memo[key]  # type: ignore[return-value]
+
+    def depth(self, node: ast.AST) -> int:
+        depths: dict[int, int] = self.memo.setdefault("depths", {})  # type: ignore[assignment]
+        if id(node) not in depths:
+            parent = self.parent(node)
+            depths[id(node)] = 0 if parent is None else self.depth(parent) + 1
+        return depths[id(node)]
 
     # --- positions -----------------------------------------------------------------------
     def column(self, line: int, byte_column: int) -> int:
@@ -235,10 +247,10 @@ class Document:
     def selected_nodes(self, first: int, last: int) -> list[ast.AST]:
         """Every node that belongs to a statement whose own lines meet ``first..last``."""
         found: list[ast.AST] = []
-        for stmt in ast.walk(self.tree):
-            if not isinstance(stmt, ast.stmt):
-                continue
-            begin, end = self.own_lines(stmt)
+        for stmt in self.of_type(ast.stmt):
+            if stmt_start(stmt) > last or stmt.end_lineno - 1 < first:  # type: ignore[arg-type, attr-defined]
+                continue  # cheap test first: most statements are far from the selection
+            begin, end = self.own_lines(stmt)  # type: ignore[arg-type]
             if begin <= last and first <= end:
                 found.extend(own_nodes(stmt))
         return found
@@ -248,7 +260,7 @@ class Document:
 
     def enclosing_function(self, line: int) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
         best: ast.FunctionDef | ast.AsyncFunctionDef | None = None
-        for node in ast.walk(self.tree):
+        for node in self.of_type(ast.FunctionDef, ast.AsyncFunctionDef):
             inside = isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and (
                 node.body[0].lineno - 1 <= line <= node.end_lineno - 1  # type: ignore[operator]
             )
@@ -258,15 +270,18 @@ class Document:
         return best
 
     def bound_names(self) -> set[str]:
-        """Every identifier the file binds or reads: what a new name must not be."""
+        """Every identifier the file binds or reads: what a new name must not be (a copy)."""
+        if "bound_names" in self.memo:
+            return set(self.memo["bound_names"])  # type: ignore[call-overload]
         names: set[str] = set(self.imports.names)
-        for node in ast.walk(self.tree):
+        for node in self.nodes:
             if isinstance(node, ast.Name):
                 names.add(node.id)
             elif isinstance(node, ast.arg):
                 names.add(node.arg)
             elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
                 names.add(node.name)
+        self.memo["bound_names"] = frozenset(names)
         return names
 
     # --- inserting lines -----------------------------------------------------------------
@@ -313,6 +328,19 @@ class Document:
         last = len(self.lines) - 1
         column = len(self.lines[last])
         return Edit(Span.point(last, column), "".join(nl + line for line in lines))
+
+
+@functools.lru_cache(maxsize=4)
+def _parse_cached(text: str) -> Document | None:
+    if "\r" in text.replace("\r\n", ""):
+        return None  # lone CRs break lines for `ast` but not for edits: refuse
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    return Document(text, tree)
 
 
 def fresh_name(taken: set[str], base: str) -> str:

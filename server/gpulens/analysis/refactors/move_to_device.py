@@ -227,7 +227,9 @@ def _call_edit(doc: Document, call: ast.Call, variable: str) -> Edit | None:
 # --- modules -------------------------------------------------------------------------------
 def _module_classes(doc: Document) -> set[str]:
     """Classes of this file that derive, directly or not, from ``torch.nn.Module``."""
-    classes = [n for n in ast.walk(doc.tree) if isinstance(n, ast.ClassDef)]
+    if "module_classes" in doc.memo:
+        return doc.memo["module_classes"]  # type: ignore[return-value]
+    classes: list[ast.ClassDef] = doc.of_type(ast.ClassDef)  # type: ignore[assignment]
     found: set[str] = set()
     changed = True
     while changed:
@@ -243,31 +245,49 @@ def _module_classes(doc: Document) -> set[str]:
                     found.add(cls.name)
                     changed = True
                     break
+    doc.memo["module_classes"] = found
     return found
 
 
 def _moved_names(doc: Document) -> set[str]:
     """Names the file sends somewhere with ``name.to(…)`` / ``name.cuda(…)`` already."""
+    if "moved_names" in doc.memo:
+        return doc.memo["moved_names"]  # type: ignore[return-value]
     moved: set[str] = set()
-    for node in ast.walk(doc.tree):
+    for node in doc.of_type(ast.Call):
         match node:
             case ast.Call(func=ast.Attribute(value=ast.Name(id=name), attr="to" | "cuda")):
                 moved.add(name)
+    doc.memo["moved_names"] = moved
     return moved
 
 
-def _used_like_model(doc: Document, name: str, after: int) -> bool:
-    for node in ast.walk(doc.tree):
-        if getattr(node, "lineno", 0) <= after:
-            continue
+def _last_model_use(doc: Document) -> dict[str, int]:
+    """For each name called like a model (``m(x)``, ``m.parameters()``), its last line."""
+    if "model_uses" in doc.memo:
+        return doc.memo["model_uses"]  # type: ignore[return-value]
+    uses: dict[str, int] = {}
+    for node in doc.of_type(ast.Call):
         match node:
-            case ast.Call(func=ast.Name(id=called)) if called == name:
-                return True
-            case ast.Call(func=ast.Attribute(value=ast.Name(id=owner), attr=attr)) if (
-                owner == name and attr in MODULE_METHODS
+            case ast.Call(func=ast.Name(id=name)):
+                pass
+            case ast.Call(func=ast.Attribute(value=ast.Name(id=name), attr=attr)) if (
+                attr in MODULE_METHODS
             ):
-                return True
-    return False
+                pass
+            case _:
+                continue
+        uses[name] = max(uses.get(name, 0), node.lineno)  # type: ignore[attr-defined]
+    doc.memo["model_uses"] = uses
+    return uses
+
+
+def _used_like_model(doc: Document, name: str, after: int) -> bool:
+    return _last_model_use(doc).get(name, 0) > after
+
+
+def _local_classes(doc: Document) -> set[str]:
+    return {n.name for n in doc.of_type(ast.ClassDef)}  # type: ignore[attr-defined]
 
 
 def _is_module_constructor(doc: Document, call: ast.Call, target: str, line: int) -> bool:
@@ -278,9 +298,7 @@ def _is_module_constructor(doc: Document, call: ast.Call, target: str, line: int
         return qualified.startswith("torch.nn.") and last[:1].isupper() and last != "Parameter"
     if isinstance(call.func, ast.Name) and call.func.id in _module_classes(doc):
         return True
-    local_class = isinstance(call.func, ast.Name) and any(
-        isinstance(n, ast.ClassDef) and n.name == call.func.id for n in ast.walk(doc.tree)
-    )
+    local_class = isinstance(call.func, ast.Name) and call.func.id in _local_classes(doc)
     if local_class:
         return False  # a class of this file that is no nn.Module
     spelled = qualified or ""
@@ -314,7 +332,7 @@ def _module_edit(doc: Document, stmt: ast.Assign | ast.AnnAssign, variable: str)
 
 def _module_names(doc: Document) -> set[str]:
     names: set[str] = set()
-    for node in ast.walk(doc.tree):
+    for node in doc.of_type(ast.Assign):
         match node:
             case ast.Assign(targets=[ast.Name(id=target)], value=ast.Call() as call) if (
                 _is_module_constructor(doc, call, target, node.lineno)
@@ -327,14 +345,14 @@ def _module_names(doc: Document) -> set[str]:
 def _cpu_tensor_names(doc: Document, first: int) -> set[str]:
     """Names bound, before the selected lines, to tensors made on the host."""
     names: set[str] = set()
-    assignments = [n for n in ast.walk(doc.tree) if isinstance(n, ast.Assign)]
+    assignments = doc.of_type(ast.Assign)
     for node in sorted(assignments, key=lambda n: (n.lineno, n.col_offset)):
         match node:
             case ast.Assign(targets=[ast.Name(id=target)], value=ast.Call() as call):
                 pass
             case _:
                 continue
-        if node.lineno - 1 >= first:
+        if node.lineno - 1 >= first:  # type: ignore[attr-defined]
             break
         qualified = doc.imports.resolve(call.func)
         made_on_host = qualified in FACTORIES | FROM_HOST | COPYING and not _has_device(call)

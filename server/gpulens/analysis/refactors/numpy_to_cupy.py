@@ -63,10 +63,17 @@ def port_numpy_to_cupy(text: str, selection: Span | None) -> list[Edit]:
 
 def _host_statements(doc: Document) -> list[ast.stmt]:
     """Statements whose own lines carry a ``# gpulens: host`` mark."""
+    marked_lines = {
+        n for n, line in enumerate(doc.lines) if "host" in line and HOST_MARK.search(line)
+    }
+    if not marked_lines:
+        return []
     marked: list[ast.stmt] = []
-    for node in ast.walk(doc.tree):
+    for node in doc.of_type(ast.stmt):
         if isinstance(node, ast.stmt):
             begin, end = doc.own_lines(node)
+            if not marked_lines.intersection(range(begin, end + 1)):
+                continue
             if any(HOST_MARK.search(doc.lines[n]) for n in range(begin, end + 1)):
                 marked.append(node)
     return marked
@@ -162,9 +169,8 @@ def _device_events(doc: Document, first: int, ported: set[int]) -> DeviceEvents:
     """From the selection on, in source order: (position, name, holds a CuPy array now)."""
     assignments = [
         n
-        for n in ast.walk(doc.tree)
-        if isinstance(n, ast.Assign | ast.AnnAssign | ast.AugAssign | ast.For)
-        and n.lineno - 1 >= first
+        for n in doc.of_type(ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For)
+        if n.lineno - 1 >= first  # type: ignore[attr-defined]
     ]
     events: DeviceEvents = []
     devices: set[str] = set()
@@ -228,9 +234,13 @@ def _host_boundary_edits(
                 and not _already_converted(doc, node)
             ):
                 wrap[id(node)] = node
-    for call in ast.walk(doc.tree):
+    ever = {name for _, name, on_device in events if on_device}
+    for call in doc.of_type(ast.Call):
         if not isinstance(call, ast.Call) or call.lineno - 1 < first:
             continue
+        arguments = [*call.args, *(k.value for k in call.keywords)]
+        if not any(isinstance(a, ast.Name) and a.id in ever for a in arguments):
+            continue  # the cheap test first: most calls take no CuPy array
         if not _is_host_call(doc, call):
             continue
         qualified = doc.imports.resolve(call.func) or ""

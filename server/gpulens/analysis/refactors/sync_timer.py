@@ -184,18 +184,13 @@ def _innermost(doc: Document, line: int, latest: bool) -> ast.stmt | None:
     """The deepest statement on ``line``; of several side by side, the first (or last)."""
     best: ast.stmt | None = None
     best_key: tuple[int, int] | None = None
-    for node in ast.walk(doc.tree):
-        if not isinstance(node, ast.stmt):
+    for node in doc.of_type(ast.stmt):
+        if not stmt_start(node) <= line <= node.end_lineno - 1:  # type: ignore[arg-type, operator]
             continue
-        if not stmt_start(node) <= line <= node.end_lineno - 1:  # type: ignore[operator]
-            continue
-        depth, parent = 0, doc.parent(node)
-        while parent is not None:
-            depth, parent = depth + 1, doc.parent(parent)
-        order = node.col_offset if latest else -node.col_offset
-        key = (depth, order if node.lineno - 1 == line else 0)
+        order = node.col_offset if latest else -node.col_offset  # type: ignore[attr-defined]
+        key = (doc.depth(node), order if node.lineno - 1 == line else 0)  # type: ignore[attr-defined]
         if best_key is None or key > best_key:
-            best, best_key = node, key
+            best, best_key = node, key  # type: ignore[assignment]
     while best is not None:
         parent = doc.parent(best)
         # `if x: y` on one line: time the `if`, not its body; an `elif` is part of its `if`
@@ -319,12 +314,31 @@ def _safe_to_time(block: Block) -> bool:
 
 
 # --- what to wait for -------------------------------------------------------------------------
-def _named_frameworks(doc: Document, node: ast.AST, bound: dict[str, set[str]]) -> set[str]:
-    """Frameworks an expression names, directly or through names bound from them."""
+def _assigned_values(doc: Document) -> dict[str, list[ast.AST]]:
+    """For each name the file assigns, the values it is assigned."""
+    if "assigned_values" not in doc.memo:
+        values: dict[str, list[ast.AST]] = {}
+        for node in doc.of_type(ast.Assign, ast.AnnAssign):
+            value = node.value  # type: ignore[attr-defined]
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]  # type: ignore[attr-defined]
+            for target in targets:
+                for name in ast.walk(target):
+                    if isinstance(name, ast.Name) and value is not None:
+                        values.setdefault(name.id, []).append(value)
+        doc.memo["assigned_values"] = values
+    return doc.memo["assigned_values"]  # type: ignore[return-value]
+
+
+def _named_frameworks(doc: Document, node: ast.AST, seen: set[str]) -> set[str]:
+    """Frameworks an expression names, directly or through what its names are assigned."""
     found: set[str] = set()
+    values = _assigned_values(doc)
     for child in ast.walk(node):
-        if isinstance(child, ast.Name) and child.id in bound:
-            found |= bound[child.id]
+        if isinstance(child, ast.Name) and child.id in values and child.id not in seen:
+            # `y = x @ x` after `x = torch.ones(…)`: y is torch's too
+            seen.add(child.id)
+            for value in values[child.id]:
+                found |= _named_frameworks(doc, value, seen)
         if isinstance(child, ast.Name | ast.Attribute):
             qualified = doc.imports.resolve(child) or ""
             framework = FRAMEWORKS.get(qualified.partition(".")[0])
@@ -333,30 +347,13 @@ def _named_frameworks(doc: Document, node: ast.AST, bound: dict[str, set[str]]) 
     return found
 
 
-def _bound_frameworks(doc: Document) -> dict[str, set[str]]:
-    """For each name the file assigns, the frameworks its values come from (``x = T.ones()``)."""
-    bound: dict[str, set[str]] = {}
-    assignments = [n for n in ast.walk(doc.tree) if isinstance(n, ast.Assign | ast.AnnAssign)]
-    for _ in range(2):  # twice: `y = x @ x` after `x = torch.ones(…)` in any order
-        for node in assignments:
-            if node.value is None:
-                continue
-            found = _named_frameworks(doc, node.value, bound)
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            for target in targets:
-                for name in ast.walk(target):
-                    if isinstance(name, ast.Name) and found:
-                        bound.setdefault(name.id, set()).update(found)
-    return bound
-
-
 def _frameworks(doc: Document, block: Block) -> list[str]:
     """GPU frameworks the selected code uses (or, for code calling into others, the file's)."""
-    bound = _bound_frameworks(doc)
     found: set[str] = set()
     computes = False
+    seen: set[str] = set()
     for stmt in block.statements:
-        found |= _named_frameworks(doc, stmt, bound)
+        found |= _named_frameworks(doc, stmt, seen)
         computes = computes or any(isinstance(n, ast.Call | ast.BinOp) for n in ast.walk(stmt))
     if not found and computes:
         # `out = fn(a)` with `a` a parameter: any framework of the file may be at work
