@@ -21,9 +21,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "server"))
 
-from gpulens.profiler.attribution import attribute_records  # noqa: E402
-from gpulens.profiler.capture import profile_code  # noqa: E402
-from gpulens.profiler.report import build_payload  # noqa: E402
+from gpulens.profiler.attribution import attribute_records
+from gpulens.profiler.capture import profile_code
+from gpulens.profiler.report import build_payload
 
 LAUNCH_BOUND = """
 for step in range(steps):
@@ -121,7 +121,8 @@ def measure(label: str, source: str, namespace: dict[str, Any], reps: int, torch
     per10k = median(lens, "decode_attr_s") / max(records, 1) * 1e4
     print(
         f"  gpulens records {records:.0f}; flush {median(lens, 'flush_s') * 1e3:.1f} ms; "
-        f"decode+attribution {median(lens, 'decode_attr_s') * 1e3:.1f} ms = {per10k * 1e3:.1f} ms/10k "
+        f"decode+attribution {median(lens, 'decode_attr_s') * 1e3:.1f} ms "
+        f"= {per10k * 1e3:.1f} ms/10k "
         f"(attribution alone {median(lens, 'attr_s') * 1e3:.1f} ms); "
         f"begin {median(lens, 'begin_s') * 1e3:.1f} ms"
     )
@@ -135,7 +136,8 @@ def main() -> int:
     import torch
 
     print(
-        f"torch {torch.__version__}, {torch.cuda.get_device_name(0)}, Python {sys.version.split()[0]}"
+        f"torch {torch.__version__}, {torch.cuda.get_device_name(0)}, "
+        f"Python {sys.version.split()[0]}"
     )
     measure(
         "launch-bound 200 steps",
@@ -159,7 +161,8 @@ def main() -> int:
         options.torch_reps,
     )
     print(
-        "\ntargets: launch-bound <= 1.3x end to end, <= 1.15x running; compute-bound <= 1.05x; <= 50 ms/10k"
+        "\ntargets: launch-bound <= 1.3x end to end, <= 1.15x running; "
+        "compute-bound <= 1.05x; <= 50 ms/10k"
     )
     return 0
 

@@ -13,6 +13,7 @@ import importlib.util
 import json
 import os
 import shutil
+import tempfile
 import textwrap
 from typing import Any
 
@@ -46,7 +47,10 @@ def profile(
 ) -> tuple[Any, dict[str, Any], dict[int, dict[str, Any]]]:
     """Profiles `source` (lines numbered from 1) in `namespace`; (capture, payload, by line)."""
     source = textwrap.dedent(source).strip("\n") + "\n"
-    filename = f"<gpulens-test-{name}>"
+    # a real file, as the CLI gives: torch.profiler keeps no stack frames of "<...>" code
+    filename = os.path.join(tempfile.gettempdir(), f"gpulens_test_{name}.py")
+    with open(filename, "w", encoding="utf-8") as handle:
+        handle.write(source)
     code = compile(source, filename, "exec")
     capture = profile_code(code, namespace, backend)
     attributed = attribute_records(capture.events, capture.records)
@@ -75,7 +79,8 @@ def profile(
         with gzip.open(os.path.join(folder, f"{name}.json.gz"), "wt", encoding="utf-8") as out:
             json.dump(fixture, out, separators=(",", ":"))
     print(
-        f"\n[{name}] backend={capture.backend} timings={capture.timings} warnings={capture.warnings}"
+        f"\n[{name}] backend={capture.backend} timings={capture.timings} "
+        f"warnings={capture.warnings}"
     )
     return capture, payload, {line["line"]: line for line in payload["lines"]}
 
@@ -192,7 +197,7 @@ def test_backward_on_the_autograd_thread_lands_on_its_line(torch: Any) -> None:
         "target": torch.randint(0, 10, (256,), device="cuda"),
     }
     exec(compile(TRAIN.replace("steps)", "2)"), "<warmup>", "exec"), namespace)
-    capture, payload, lines = profile("train_step", TRAIN, namespace)
+    _capture, payload, lines = profile("train_step", TRAIN, namespace)
     assert payload["unattributed"] == {"kernels": 0, "transfers": 0, "syncs": 0, "memsets": 0}
     backward = lines[line_of(TRAIN, "# backward")]
     assert backward["kernels"]["count"] > 0
@@ -282,7 +287,7 @@ z = x + 2  # after
 
 @needs_cupti
 def test_cuda_oom_mid_cell_is_reported_and_the_process_stays_usable(torch: Any) -> None:
-    capture, payload, lines = profile(
+    capture, _payload, lines = profile(
         "oom", OOM, {"torch": torch, "x": torch.ones(10, device="cuda")}
     )
     assert capture.error is not None

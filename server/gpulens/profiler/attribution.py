@@ -117,13 +117,12 @@ def walk_timeline(events: LineEvents) -> tuple[Segments, dict[int, int], dict[in
             charge(top, now)
             top[1], top[2] = line, now
             hits[line] = hits.get(line, 0) + 1
-        elif kind == RETURN:
-            if any(frame[0] == code for frame in stack):
-                while stack:
-                    frame = stack.pop()
-                    charge(frame, now)
-                    if frame[0] == code:
-                        break
+        elif kind == RETURN and any(frame[0] == code for frame in stack):
+            while stack:
+                frame = stack.pop()
+                charge(frame, now)
+                if frame[0] == code:
+                    break
         mark(now)
     end = events["end"]
     for frame in reversed(stack):
@@ -279,7 +278,7 @@ def attribute_records(events: LineEvents, records: Mapping[str, Any]) -> Attribu
         direction["bytes"] += size
         direction["ns"] += finish - begin
         host_side = src if copy_kind == "htod" else dst if copy_kind == "dtoh" else None
-        if host_side == "pageable" or host_side == "pinned":
+        if host_side in {"pageable", "pinned"}:
             direction[host_side] += 1
             cost[host_side]["bytes"] += size
             cost[host_side]["ns"] += finish - begin

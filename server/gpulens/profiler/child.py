@@ -47,9 +47,10 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
         except BaseException as error:
             detail = describe_error(error, path)
             at = f" at line {detail['line']}" if detail["line"] else ""
+            reason = f"{detail['type']}: {detail['message']}"
             return failed_payload(
                 source_info,
-                f"the code before the profiled cell failed{at}: {detail['type']}: {detail['message']}",
+                f"the code before the profiled cell failed{at}: {reason}",
                 "SetupError",
                 code=code_lines,
             )

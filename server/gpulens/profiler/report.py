@@ -221,7 +221,8 @@ def render_text(payload: dict[str, Any]) -> str:
 _STYLE = """
 .gpulens-profile{font:12px/1.4 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;color:#222}
 .gpulens-profile table{border-collapse:collapse}
-.gpulens-profile th{text-align:right;border-bottom:1px solid #999;padding:2px 8px;background:#f3f3f3}
+.gpulens-profile th{text-align:right;border-bottom:1px solid #999;padding:2px 8px;
+  background:#f3f3f3}
 .gpulens-profile td{text-align:right;padding:1px 8px;white-space:nowrap}
 .gpulens-profile td.src{text-align:left;white-space:pre}
 .gpulens-profile td.copies{text-align:left}
@@ -263,7 +264,8 @@ def render_html(payload: dict[str, Any], page: bool = False) -> str:
             f"<td>{_ms(kernels['gpu_s'], kernels['count'])}</td>"
             f"<td>{syncs['count'] or ''}</td>"
             f"<td>{_ms(syncs['stall_s'], syncs['count'])}</td>"
-            f'<td class="copies">{esc(_transfers_cell(line))}</td><td class="src">{esc(text)}</td></tr>'
+            f'<td class="copies">{esc(_transfers_cell(line))}</td>'
+            f'<td class="src">{esc(text)}</td></tr>'
         )
         for hint in line.get("hints", []):
             rows.append(
@@ -275,10 +277,8 @@ def render_html(payload: dict[str, Any], page: bool = False) -> str:
     error = payload.get("error")
     if error:
         at = f" at line {error['line']}" if error.get("line") else ""
-        notes.insert(
-            0,
-            f'<div class="error">The cell stopped{at}: {esc(error["type"])}: {esc(error["message"])}</div>',
-        )
+        stopped = f"The cell stopped{at}: {error['type']}: {error['message']}"
+        notes.insert(0, f'<div class="error">{esc(stopped)}</div>')
     lost = payload.get("unattributed", {})
     if any(lost.values()):
         notes.append(
@@ -286,12 +286,15 @@ def render_html(payload: dict[str, Any], page: bool = False) -> str:
             + esc(", ".join(f"{v} {k}" for k, v in lost.items() if v))
             + "</div>"
         )
+    backend = esc(str(payload.get("backend")))
+    wall = f"{payload.get('wall_s', 0):.3f}"
+    heads = ("Line", "Hits", "Host ms", "Kernels", "GPU ms", "Syncs", "Stall ms", "Copies")
+    header = "".join(f"<th>{h}</th>" for h in heads) + "<th style='text-align:left'>Source</th>"
     body = (
         f'<div class="gpulens-profile"><style>{_STYLE}</style>'
-        f"<div><b>gpulens profile</b> {esc(_location(payload))} &middot; backend {esc(str(payload.get('backend')))}"
-        f" &middot; wall {payload.get('wall_s', 0):.3f} s{' &middot; ' + gpus if gpus else ''}</div>"
-        "<table><thead><tr><th>Line</th><th>Hits</th><th>Host ms</th><th>Kernels</th><th>GPU ms</th>"
-        "<th>Syncs</th><th>Stall ms</th><th>Copies</th><th style='text-align:left'>Source</th></tr></thead>"
+        f"<div><b>gpulens profile</b> {esc(_location(payload))} &middot; backend {backend}"
+        f" &middot; wall {wall} s{' &middot; ' + gpus if gpus else ''}</div>"
+        f"<table><thead><tr>{header}</tr></thead>"
         f"<tbody>{''.join(rows)}</tbody></table>{''.join(notes)}</div>"
     )
     if not page:

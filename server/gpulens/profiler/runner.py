@@ -39,6 +39,7 @@ def _server_root() -> str:
 def plan_job(
     path: str,
     text: str,
+    *,
     cell: int | None = None,
     line: int | None = None,
     args: Sequence[str] = (),

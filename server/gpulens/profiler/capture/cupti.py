@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import os
+import functools
 import re
 import struct
 import threading
@@ -88,12 +88,48 @@ class _BufferSink:
                 self.completed.append(ctypes.string_at(buffer, valid))
 
 
-_SINK: _BufferSink | None = None
+# the one buffer sink of the process (CUPTI keeps calling what was registered)
+_SINKS: list[_BufferSink] = []
 # whether the stride walk matched CUPTI's own record cursor (checked once per process)
 _WALK_VERIFIED: list[bool] = []
 # (domain, cbid) of the API calls not recorded, computed once per process
 _FILTERED_CBIDS: list[tuple[str, int]] = []
 _SELECTED_CBIDS: list[tuple[str, int]] = []
+
+
+class _CbidRestore:
+    """Turns filtered cbids back on in a background thread (see CuptiSession.finish)."""
+
+    def __init__(self) -> None:
+        self.thread: threading.Thread | None = None
+
+    def start(self, cupti: Any, cbids: list[tuple[str, int]]) -> None:
+        def restore() -> None:
+            for domain, cbid in cbids:
+                setter = (
+                    cupti.activity_enable_runtime_api
+                    if domain == "runtime"
+                    else cupti.activity_enable_driver_api
+                )
+                with contextlib.suppress(Exception):
+                    setter(cbid, 1)
+
+        self.join()
+        self.thread = threading.Thread(target=restore, name="gpulens-cupti-restore", daemon=True)
+        self.thread.start()
+
+    def join(self) -> None:
+        if self.thread is not None:
+            self.thread.join()
+            self.thread = None
+
+
+_RESTORING = _CbidRestore()
+
+
+def wait_for_release() -> None:
+    """Blocks until CUPTI is back to its defaults (for callers handing it to another tool)."""
+    _RESTORING.join()
 
 
 def _configure(lib: ctypes.CDLL) -> None:
@@ -133,12 +169,11 @@ class CuptiSession:
         path = _libcupti_path()
         if path is None:
             raise CuptiUnavailable("could not find the libcupti that cupti-python loaded")
-        global _SINK
-        if _SINK is None:
+        if not _SINKS:
             lib = ctypes.CDLL(path)
             _configure(lib)
-            _SINK = _BufferSink(lib)
-        self.sink = _SINK
+            _SINKS.append(_BufferSink(lib))
+        self.sink = _SINKS[0]
         self.clock = cupti.get_timestamp
         kind = cupti.ActivityKind
         self.kinds = {
@@ -156,9 +191,7 @@ class CuptiSession:
             "syncs": _latest_dtype(cupti, "synchronization"),
         }
         self._filtered: list[tuple[str, int]] = []
-        # "filter": enable RUNTIME/DRIVER, then turn off every cbid but the chosen ones;
-        # "select": leave the kinds off and turn on the chosen cbids alone (fewer calls)
-        self.api_mode = os.environ.get("GPULENS_CUPTI_API_MODE", "filter")
+
         self._enabled: list[int] = []
         self.main_tid = threading.get_native_id()
 
@@ -182,8 +215,6 @@ class CuptiSession:
         except Exception:
             self.warnings.append("CUPTI thread ids are not system ids: thread counts may be off")
         for family in ("api", "kernels", "memcpy", "memset", "syncs"):
-            if family == "api" and self.api_mode == "select":
-                continue  # per-cbid enables alone
             for kind in self.kinds[family]:
                 cupti.activity_enable(kind)
                 self._enabled.append(kind)
@@ -206,13 +237,12 @@ class CuptiSession:
             "runtime": cupti.activity_enable_runtime_api,
             "driver": cupti.activity_enable_driver_api,
         }
-        if self.api_mode == "select":
-            todo, value = _SELECTED_CBIDS, 1
-        else:
-            todo, value = _FILTERED_CBIDS, 0
-        for domain, cbid in todo:
+        # The kinds must be on and the others turned off: turning on the chosen cbids alone,
+        # with RUNTIME/DRIVER off, gave no API record at all (measured on the H200).
+        _RESTORING.join()
+        for domain, cbid in _FILTERED_CBIDS:
             try:
-                setters[domain](cbid, value)
+                setters[domain](cbid, 0)
             except Exception:
                 continue
             self._filtered.append((domain, cbid))
@@ -228,25 +258,15 @@ class CuptiSession:
             self.warnings.append(f"CUPTI flush failed ({error}): some records may be missing")
         flushed = time.perf_counter()
         for kind in self._enabled:
-            try:
-                cupti.activity_disable(kind)
-            except Exception:
-                pass
-        self._enabled.clear()
-        restore = 0 if self.api_mode == "select" else 1
-        for domain, cbid in self._filtered:  # restore CUPTI's default for the next owner
-            setter = (
-                cupti.activity_enable_runtime_api
-                if domain == "runtime"
-                else cupti.activity_enable_driver_api
-            )
             with contextlib.suppress(Exception):
-                setter(cbid, restore)
-        self._filtered.clear()
-        try:
+                cupti.activity_disable(kind)
+        self._enabled.clear()
+        # Restoring CUPTI's default (every cbid on) for the next owner takes ~1 ms of
+        # calls: done off the path to the result; the next begin() waits for it.
+        _RESTORING.start(cupti, self._filtered)
+        self._filtered = []
+        with contextlib.suppress(Exception):
             cupti.activity_flush_all(FLUSH_FORCED)
-        except Exception:
-            pass
         with self.sink.lock:
             self.sink.collecting = False
             buffers, self.sink.completed = self.sink.completed, []
@@ -305,8 +325,8 @@ def _device_name(index: int) -> str:
     try:
         from cuda.bindings import driver as cu
 
-        err, device = cu.cuDeviceGet(index)
-        err, raw = cu.cuDeviceGetName(256, device)
+        _err, device = cu.cuDeviceGet(index)
+        _err, raw = cu.cuDeviceGetName(256, device)
         return raw.split(b"\0", 1)[0].decode()
     except Exception:
         return f"GPU {index}"
@@ -461,31 +481,29 @@ def _read_name(pointer: int) -> str:
         return "?"
 
 
-_DEMANGLER: Any = None
+@functools.lru_cache(maxsize=1)
+def _demangler() -> Any:
+    try:
+        function = ctypes.CDLL("libstdc++.so.6").__cxa_demangle
+    except (OSError, AttributeError):
+        return None
+    function.restype = ctypes.c_void_p
+    function.argtypes = [
+        ctypes.c_char_p,
+        ctypes.c_void_p,
+        ctypes.c_void_p,
+        ctypes.POINTER(ctypes.c_int),
+    ]
+    return function
 
 
 def demangle(name: str) -> str:
     """C++ kernel names as people read them (libstdc++'s demangler), else unchanged."""
-    global _DEMANGLER
-    if not name.startswith("_Z"):
-        return name
-    if _DEMANGLER is None:
-        try:
-            function = ctypes.CDLL("libstdc++.so.6").__cxa_demangle
-            function.restype = ctypes.c_void_p
-            function.argtypes = [
-                ctypes.c_char_p,
-                ctypes.c_void_p,
-                ctypes.c_void_p,
-                ctypes.POINTER(ctypes.c_int),
-            ]
-            _DEMANGLER = function
-        except (OSError, AttributeError):
-            _DEMANGLER = False
-    if not _DEMANGLER:
+    function = _demangler() if name.startswith("_Z") else None
+    if function is None:
         return name
     status = ctypes.c_int()
-    result = _DEMANGLER(name.encode(), None, None, ctypes.byref(status))
+    result = function(name.encode(), None, None, ctypes.byref(status))
     if status.value != 0 or not result:
         return name
     text = ctypes.string_at(result).decode(errors="replace")

@@ -1,0 +1,59 @@
+from __future__ import annotations
+
+from gpulens.profiler.hints import line_hints
+from gpulens.profiler.report import build_payload, render_html, render_text
+
+from .test_attribution_recorded import replay
+
+
+def test_payload_schema_and_per_device_field_only_for_several_gpus() -> None:
+    payload, lines, _ = replay("train_step")
+    assert payload["schema"] == "gpulens.profile/1"
+    assert set(payload["unattributed"]) >= {"kernels", "transfers", "syncs"}
+    line = next(iter(lines.values()))
+    assert set(line) >= {
+        "line",
+        "hits",
+        "host_s",
+        "kernels",
+        "transfers",
+        "memsets",
+        "syncs",
+        "hints",
+    }
+    assert set(line["transfers"]) >= {"htod", "dtoh", "dtod"}
+    assert all("devices" not in line for line in payload["lines"])  # one GPU, device 0
+
+
+def test_text_and_html_show_every_line_and_hints() -> None:
+    payload, _, source = replay("item_sync_cupti")
+    text = render_text(payload)
+    assert all(code.strip() in text for code in source)
+    assert "GPU001" in text
+    page = render_html(payload, page=True)
+    assert page.startswith("<!DOCTYPE html>") and "GPU001" in page and "&lt;" not in source[0]
+
+
+def test_no_hint_for_small_pageable_copies() -> None:
+    line = {
+        "hits": 1,
+        "transfers": {"htod": {"count": 100, "bytes": 409600, "pageable": 100}},
+        "pageable": {"bytes": 409600, "s": 0.001},
+        "kernels": {"count": 0},
+        "syncs": {"count": 0},
+    }
+    assert line_hints(line, None) == []
+
+
+def test_empty_attribution_builds_a_payload() -> None:
+    empty = {
+        "lines": [],
+        "unattributed": {"kernels": 0, "transfers": 0, "memsets": 0, "syncs": 0},
+        "outside": {},
+        "devices": [],
+        "start": 0,
+        "end": 10,
+    }
+    payload = build_payload(empty, source={"path": "x.py"}, backend="host")  # type: ignore[arg-type]
+    assert payload["lines"] == [] and payload["wall_s"] == 0
+    assert "gpulens profile" in render_text(payload)
