@@ -162,6 +162,14 @@ async def wait_for_published(
         await asyncio.sleep(0.01)
 
 
+async def wait_until(condition: Callable[[], bool], timeout: float = TIMEOUT_S) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not met in time")
+        await asyncio.sleep(0.01)
+
+
 async def still_answers(client: LanguageClient) -> None:
     """The server is alive and answering requests (a hover on a document nobody opened)."""
     result = await asyncio.wait_for(

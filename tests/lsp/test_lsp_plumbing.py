@@ -1,25 +1,17 @@
-"""The server's plumbing, whatever rules exist: capabilities, sync, settings, commands."""
+"""The server's plumbing, whatever rules exist: capabilities, sync, commands, empty answers."""
 
 from __future__ import annotations
 
 import asyncio
-import socket
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-import pytest_lsp
 from lsp_helpers import (
     CLEAN,
     LOOP_SYNC,
-    SERVER_COMMAND,
-    TIMEOUT_S,
     RecordingClient,
     change_document,
-    initialize_params,
     open_document,
-    server_config,
     still_answers,
     uri_in,
     wait_for_published,
@@ -27,13 +19,14 @@ from lsp_helpers import (
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 
+pytestmark = pytest.mark.asyncio(loop_scope="module")
 
-async def wait_until(condition, timeout: float = TIMEOUT_S) -> None:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not condition():
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError("condition not met in time")
-        await asyncio.sleep(0.01)
+
+@pytest.fixture
+def client(shared_client: RecordingClient) -> RecordingClient:
+    """One server for the module: these tests change no setting (a chosen device aside,
+    which nothing here reads)."""
+    return shared_client
 
 
 async def test_initialize_advertises_the_standard_features(client: RecordingClient) -> None:
@@ -106,65 +99,6 @@ async def test_rapid_changes_publish_newest_version_last(
     assert len(versions) < 11
 
 
-async def test_settings_are_pulled_after_initialized_and_on_change(
-    client: RecordingClient, tmp_path: Path
-) -> None:
-    await wait_until(lambda: client.configuration_requests >= 1)
-    uri = uri_in(tmp_path)
-    open_document(client, uri, CLEAN)
-    await wait_for_published(client, uri)
-    before = client.configuration_requests
-    count = len(client.published[uri])
-    client.set_configuration({"rules": {"severity": {"GPU001": "error"}}}, section="gpulens")
-    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings=None))
-    await wait_until(lambda: client.configuration_requests > before)
-    # open documents are analysed again with the new settings (even with no finding)
-    await wait_for_published(client, uri, after=count)
-
-
-async def test_bad_settings_warn_and_keep_the_server_running(
-    client: RecordingClient, tmp_path: Path
-) -> None:
-    client.set_configuration(
-        {"device": "tpu:banana", "rules": {"ignore": ["NOTACODE"], "severity": {"GPU001": "loud"}}},
-        section="gpulens",
-    )
-    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings=None))
-    await wait_until(lambda: len(client.messages) >= 3)
-    warnings = [m.message for m in client.messages if m.type == types.MessageType.Warning]
-    assert any("tpu:banana" in m for m in warnings), warnings
-    assert any("NOTACODE" in m for m in warnings), warnings
-    assert any("loud" in m for m in warnings), warnings
-    uri = uri_in(tmp_path)
-    open_document(client, uri, CLEAN)
-    await wait_for_published(client, uri)
-    await still_answers(client)
-
-
-async def test_settings_pushed_in_the_notification_are_read(
-    client: RecordingClient, tmp_path: Path
-) -> None:
-    client.workspace_did_change_configuration(
-        types.DidChangeConfigurationParams(settings={"gpulens": {"rules": {"select": ["XYZ"]}}})
-    )
-    await wait_until(lambda: any("XYZ" in m.message for m in client.messages))
-
-
-@pytest_lsp.fixture(config=server_config())
-async def client_with_bad_init_options(lsp_client: RecordingClient, tmp_path: Path):
-    await lsp_client.initialize_session(
-        initialize_params(tmp_path, options={"gpulens": {"statusIntervalSeconds": -1}})
-    )
-    yield
-    await lsp_client.shutdown_session()
-
-
-async def test_bad_initialization_options_warn(client_with_bad_init_options: RecordingClient):
-    client = client_with_bad_init_options
-    await wait_until(lambda: any("statusIntervalSeconds" in m.message for m in client.messages))
-    await still_answers(client)
-
-
 @pytest.mark.parametrize("arguments", [[{"device": "cuda:1"}], ["cuda:1"]])
 async def test_select_device_accepts_both_argument_shapes(
     client: RecordingClient, arguments: list[object]
@@ -225,63 +159,3 @@ async def test_code_actions_where_there_is_no_finding_offer_no_quick_fix(
         )
     )
     assert not result
-
-
-def test_serve_rejects_a_bad_tcp_address() -> None:
-    done = subprocess.run(
-        [*SERVER_COMMAND, "--tcp", "nonsense"],
-        check=False,
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
-    assert done.returncode == 2
-    assert "HOST:PORT" in done.stderr
-
-
-def test_serve_over_tcp_answers_initialize() -> None:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    proc = subprocess.Popen(
-        [*SERVER_COMMAND, "--tcp", f"127.0.0.1:{port}"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        connection = _connect(port)
-        body = b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"capabilities":{}}}'
-        connection.sendall(b"Content-Length: %d\r\n\r\n" % len(body) + body)
-        connection.settimeout(TIMEOUT_S)
-        received = b""
-        while b'"id": 1' not in received and b'"id":1' not in received:
-            chunk = connection.recv(65536)
-            assert chunk, "connection closed before the answer"
-            received += chunk
-        assert b"capabilities" in received
-        connection.close()
-    finally:
-        proc.kill()
-        proc.wait()
-
-
-def _connect(port: int) -> socket.socket:
-    import time
-
-    deadline = time.monotonic() + TIMEOUT_S
-    while True:
-        try:
-            return socket.create_connection(("127.0.0.1", port), timeout=1)
-        except OSError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.05)
-
-
-def test_serve_help_is_fast_and_light() -> None:
-    # `gpulens --help` must not pay for pygls: the subcommand imports it only when it runs
-    code = "import sys, gpulens.commands.serve; print('pygls' in sys.modules)"
-    done = subprocess.run(
-        [sys.executable, "-c", code], check=False, capture_output=True, text=True, timeout=30
-    )
-    assert done.stdout.strip() == "False"

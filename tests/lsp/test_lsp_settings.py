@@ -8,16 +8,22 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import pytest_lsp
 from lsp_helpers import (
+    CLEAN,
     LOOP_SYNC,
     RecordingClient,
     apply_text_edits,
     code_actions,
     codes,
     edits_for,
+    initialize_params,
     open_document,
+    server_config,
+    still_answers,
     uri_in,
     wait_for_published,
+    wait_until,
 )
 from lsprotocol import types
 
@@ -135,3 +141,62 @@ async def test_device_setting_is_used_until_a_device_is_selected(
     )
     _, moved = await move_to_device_edit(client, uri)
     assert '"cpu"' in moved
+
+
+async def test_settings_are_pulled_after_initialized_and_on_change(
+    client: RecordingClient, tmp_path: Path
+) -> None:
+    await wait_until(lambda: client.configuration_requests >= 1)
+    uri = uri_in(tmp_path)
+    open_document(client, uri, CLEAN)
+    await wait_for_published(client, uri)
+    before = client.configuration_requests
+    count = len(client.published[uri])
+    client.set_configuration({"rules": {"severity": {"GPU001": "error"}}}, section="gpulens")
+    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings=None))
+    await wait_until(lambda: client.configuration_requests > before)
+    # open documents are analysed again with the new settings (even with no finding)
+    await wait_for_published(client, uri, after=count)
+
+
+async def test_bad_settings_warn_and_keep_the_server_running(
+    client: RecordingClient, tmp_path: Path
+) -> None:
+    client.set_configuration(
+        {"device": "tpu:banana", "rules": {"ignore": ["NOTACODE"], "severity": {"GPU001": "loud"}}},
+        section="gpulens",
+    )
+    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings=None))
+    await wait_until(lambda: len(client.messages) >= 3)
+    warnings = [m.message for m in client.messages if m.type == types.MessageType.Warning]
+    assert any("tpu:banana" in m for m in warnings), warnings
+    assert any("NOTACODE" in m for m in warnings), warnings
+    assert any("loud" in m for m in warnings), warnings
+    uri = uri_in(tmp_path)
+    open_document(client, uri, CLEAN)
+    await wait_for_published(client, uri)
+    await still_answers(client)
+
+
+async def test_settings_pushed_in_the_notification_are_read(
+    client: RecordingClient, tmp_path: Path
+) -> None:
+    client.workspace_did_change_configuration(
+        types.DidChangeConfigurationParams(settings={"gpulens": {"rules": {"select": ["XYZ"]}}})
+    )
+    await wait_until(lambda: any("XYZ" in m.message for m in client.messages))
+
+
+@pytest_lsp.fixture(config=server_config())
+async def client_with_bad_init_options(lsp_client: RecordingClient, tmp_path: Path):
+    await lsp_client.initialize_session(
+        initialize_params(tmp_path, options={"gpulens": {"statusIntervalSeconds": -1}})
+    )
+    yield
+    await lsp_client.shutdown_session()
+
+
+async def test_bad_initialization_options_warn(client_with_bad_init_options: RecordingClient):
+    client = client_with_bad_init_options
+    await wait_until(lambda: any("statusIntervalSeconds" in m.message for m in client.messages))
+    await still_answers(client)

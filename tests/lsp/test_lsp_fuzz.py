@@ -1,0 +1,126 @@
+"""Random incremental edits on example texts: the server survives every one, keeps answering,
+and its copy of the text stays the client's."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from lsp_helpers import (
+    CLEAN,
+    LOOP_SYNC,
+    RecordingClient,
+    code_actions,
+    lsp_lines,
+    open_document,
+    still_answers,
+    wait_for_published,
+)
+from lsprotocol import types
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+_names = itertools.count()
+
+EXAMPLES = [
+    LOOP_SYNC,
+    CLEAN,
+    "import torch\r\nfor batch in loader:\r\n    print(batch.cuda().mean().item())\r\n",
+    '# %%\nimport torch\ns = "😀é"\nx = torch.ones(3, device="cuda")\nwhile True:\n    x.cpu()\n',
+    "",
+]
+
+PIECES = [
+    *"()[]{}:.,=+-*#'\"\\ \t\n\r",
+    "\r\n",
+    "😀",
+    "é",
+    "\ud800",
+    ".item()",
+    ".cuda()",
+    "for i in range(3):\n    ",
+    "import torch\n",
+    "x",
+    "def f(",
+    '"""',
+]
+
+edit = st.tuples(
+    st.integers(min_value=0, max_value=10_000),  # where (wrapped to the text's length)
+    st.integers(min_value=0, max_value=40),  # how much to replace
+    st.lists(st.sampled_from(PIECES), max_size=6).map("".join),  # by what
+)
+
+
+def position_of(text: str, offset: int) -> types.Position:
+    """The LSP position (UTF-16 columns) of a string offset."""
+    start = 0
+    for line, piece in enumerate(lsp_lines(text)):
+        if offset <= start + len(piece.rstrip("\r\n")):
+            units = len(text[start:offset].encode("utf-16-le", "surrogatepass")) // 2
+            return types.Position(line=line, character=units)
+        start += len(piece)
+    raise AssertionError(f"offset {offset} is past the text")
+
+
+def snap(text: str, offset: int) -> int:
+    """Never between the two characters of a \\r\\n (LSP cannot point there)."""
+    if 0 < offset < len(text) and text[offset - 1] == "\r" and text[offset] == "\n":
+        return offset - 1
+    return offset
+
+
+def send_change(
+    client: RecordingClient, uri: str, version: int, *, old: str, span: tuple[int, int], new: str
+) -> None:
+    """Replace ``span`` (string offsets into ``old``) by ``new``, as one incremental change."""
+    start, end = span
+    client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+            content_changes=[
+                types.TextDocumentContentChangePartial(
+                    range=types.Range(start=position_of(old, start), end=position_of(old, end)),
+                    text=new,
+                )
+            ],
+        )
+    )
+
+
+@settings(
+    max_examples=20,
+    deadline=None,
+    # one server for every example is the point: it must survive them all in a row
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(example=st.sampled_from(EXAMPLES), edits=st.lists(edit, min_size=1, max_size=6))
+async def test_random_edits(
+    shared_client: RecordingClient, example: str, edits: list[tuple[int, int, str]]
+) -> None:
+    client = shared_client
+    uri = f"file:///gpulens-tests/fuzz/doc{next(_names)}.py"
+    open_document(client, uri, example)
+    text = example
+    version = 1
+    for where, length, new_text in edits:
+        start = snap(text, where % (len(text) + 1))
+        end = snap(text, min(len(text), start + length))
+        version += 1
+        send_change(client, uri, version, old=text, span=(start, end), new=new_text)
+        text = text[:start] + new_text + text[end:]
+    await wait_for_published(client, uri, lambda p: p.version == version)
+    last = position_of(text, len(text))
+    await code_actions(client, uri, (0, 0), end=(last.line, last.character))
+    await still_answers(client)
+    # replace everything the client holds by LOOP_SYNC with no final newline: if the
+    # server's copy had drifted, leftovers would glue onto the `.item()` line and break it
+    version += 1
+    send_change(client, uri, version, old=text, span=(0, len(text)), new=LOOP_SYNC.rstrip("\n"))
+    final = await wait_for_published(client, uri, lambda p: p.version == version)
+    reference = f"file:///gpulens-tests/fuzz/reference{next(_names)}.py"
+    open_document(client, reference, LOOP_SYNC.rstrip("\n"))
+    expected = await wait_for_published(client, reference)
+    assert final.diagnostics == expected.diagnostics
