@@ -225,3 +225,19 @@ def test_mig_devices_are_listed_under_their_parent(idle: dict[str, Any]) -> None
     assert mig["memory_total_bytes"] == 18 * GIB
     assert mig["utilization_pct"] is None
     assert "mig_devices" not in gpus[1]
+
+
+@pytest.mark.parametrize("name", ["h200x1.json", "h200x2.json"])
+@pytest.mark.parametrize("label", ["idle", "loaded"])
+def test_every_recording_replays_to_what_the_machine_read(name: str, label: str) -> None:
+    path = FIXTURE.with_name(name)
+    snapshot = next(s for s in load_recording(path)["snapshots"] if s["label"] == label)
+    backend = RecordedBackend(snapshot["calls"])
+    reading = NvmlMonitor(backend).read()
+    assert len(reading["gpus"]) == snapshot["calls"]["nvmlDeviceGetCount -"]["value"]
+    # the reader asked for exactly what was recorded: no call left unused, none missing
+    assert set(backend.made) == set(snapshot["calls"])
+    on_machine = snapshot["reading"]["gpus"]
+    for ours, theirs in zip(reading["gpus"], on_machine, strict=True):
+        assert ours["utilization_pct"] == theirs["utilization_pct"]
+        assert ours["processes"] == theirs["processes"]

@@ -132,3 +132,14 @@ def test_table_shows_a_lost_gpu_and_its_reason() -> None:
     table = format_status_table(build_status(lost, {}, None, NOW))
     assert "GPU 1: GPU 1 stopped responding" in table
     assert any(line.startswith("1 ") and line.endswith("lost") for line in table.splitlines())
+
+
+def test_line_for_the_single_gpu_machine_under_load() -> None:
+    calls = load_snapshot(FIXTURES / "h200x1.json", "loaded")
+    payload = build_status(NvmlMonitor(RecordedBackend(calls)).read(), {}, None, NOW)
+    watts = calls["nvmlDeviceGetPowerUsage 0"]["value"] / 1000
+    used = calls["nvmlDeviceGetMemoryInfo 0"]["value"]["used"] / 1024**3
+    temperature = calls["nvmlDeviceGetTemperature 0 0"]["value"]
+    assert format_status_line(payload) == (
+        f"H200 99% · {used:.1f}/140.4 GiB · {temperature}°C · {watts:.0f} W"
+    )
