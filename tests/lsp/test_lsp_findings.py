@@ -212,3 +212,31 @@ async def test_hover_shows_the_rule(shared_client: RecordingClient) -> None:
     if "GPU001" in RULES:  # the catalogue's own text, whatever it says
         assert RULES["GPU001"].doc.splitlines()[0] in hover.contents.value
     assert hover.range == diagnostic.range
+
+
+async def test_light_bulb_fix_all_is_resolved_on_demand(shared_client: RecordingClient) -> None:
+    client = shared_client
+    uri = fresh_uri(client)
+    open_document(client, uri, TWO_LOOPS)
+    await wait_for_published(client, uri)
+    actions = await code_actions(client, uri, (LOOP_SYNC_LINE, 14))
+    (lazy,) = [a for a in actions if a.kind == "source.fixAll.gpulens"]
+    assert lazy.edit is None  # the light bulb does not pay for it
+    resolved = await client.code_action_resolve_async(lazy)
+    assert resolved.edit is not None
+    fixed = apply_text_edits(TWO_LOOPS, edits_for(resolved.edit, uri))
+    assert gpu001(await diagnostics_of(client, fixed)) == []
+
+
+async def test_refactors_need_a_selection_or_a_request(shared_client: RecordingClient) -> None:
+    client = shared_client
+    uri = fresh_uri(client)
+    text = "import torch\nmodel = torch.nn.Linear(4, 4)\nx = torch.randn(8, 4)\n"
+    open_document(client, uri, text)
+    await wait_for_published(client, uri)
+    at_cursor = await code_actions(client, uri, (2, 4))
+    assert [a for a in at_cursor if a.kind == "refactor.rewrite"] == []
+    selected = await code_actions(client, uri, (1, 0), end=(2, 21))
+    assert any(a.title.startswith("Move to device") for a in selected)
+    asked = await code_actions(client, uri, (2, 4), only=["refactor"])
+    assert any(a.title.startswith("Move to device") for a in asked)

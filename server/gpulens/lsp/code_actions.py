@@ -38,6 +38,7 @@ QUICK_FIX = types.CodeActionKind.QuickFix.value
 REFACTOR = types.CodeActionKind.RefactorRewrite.value
 FIX_ALL = f"{types.CodeActionKind.SourceFixAll.value}.{SOURCE}"
 KINDS = [QUICK_FIX, REFACTOR, FIX_ALL]
+FIX_ALL_TITLE = "Fix all gpulens problems"
 
 # A fix can enable another (a variable moved to the device makes a later copy redundant);
 # five rounds settle every case we know, and bound the cost of a pathological one.
@@ -65,6 +66,9 @@ class ActionRequest:
     client_diagnostics: Sequence[types.Diagnostic]
     codec: PositionCodec
     versioned_edits: bool
+    # the client can fill in an action's edit later (codeAction/resolve): the costly
+    # fix-all is then computed only when the user picks it
+    resolves_edits: bool = False
 
     @property
     def uri(self) -> str:
@@ -88,14 +92,22 @@ def build_actions(request: ActionRequest) -> list[types.CodeAction]:
     if wanted(QUICK_FIX, request.only):
         actions.extend(_quick_fixes(request, index, here))
         actions.extend(_suppressions(request, index, here))
-    if wanted(REFACTOR, request.only):
+    # The light bulb asks at every cursor move with an empty range; the refactors parse the
+    # whole file, so they are offered for a selection or when asked for by kind.
+    selected = selection.start != selection.end
+    if wanted(REFACTOR, request.only) and (selected or request.only):
         actions.extend(_refactors(request, index, selection))
-    # without `only` (the light bulb) fix-all is offered once there is more than one fix
-    fixable = sum(1 for f in request.analysis.findings if first_safe_fix(f) is not None)
-    if (request.only and wanted(FIX_ALL, request.only)) or (not request.only and fixable > 1):
+    if request.only and wanted(FIX_ALL, request.only):
         action = _fix_all(request, index)
         if action is not None:
             actions.append(action)
+    elif not request.only and request.resolves_edits:
+        # the light bulb lists fix-all once there is more than one fix; its edit comes later
+        fixable = sum(1 for f in request.analysis.findings if first_safe_fix(f) is not None)
+        if fixable > 1:
+            actions.append(
+                types.CodeAction(title=FIX_ALL_TITLE, kind=FIX_ALL, data={"uri": request.uri})
+            )
     return actions
 
 
@@ -205,11 +217,7 @@ def _fix_all(request: ActionRequest, index: LineIndex) -> types.CodeAction | Non
     if after == request.text:
         return None
     edit = minimal_replacement(request.text, after)
-    return types.CodeAction(
-        title="Fix all gpulens problems",
-        kind=FIX_ALL,
-        edit=_edit(request, index, [edit]),
-    )
+    return types.CodeAction(title=FIX_ALL_TITLE, kind=FIX_ALL, edit=_edit(request, index, [edit]))
 
 
 def _versioned_edits(ls: GpulensServer) -> bool:
@@ -218,31 +226,71 @@ def _versioned_edits(ls: GpulensServer) -> bool:
     return bool(edit and edit.document_changes)
 
 
+def _resolves_edits(ls: GpulensServer) -> bool:
+    document = ls.client_capabilities.text_document
+    code_action = None if document is None else document.code_action
+    support = None if code_action is None else code_action.resolve_support
+    return bool(support and "edit" in support.properties)
+
+
+async def _request_for(
+    ls: GpulensServer,
+    uri: str,
+    selection: types.Range,
+    only: Sequence[str] | None,
+    client_diagnostics: Sequence[types.Diagnostic],
+) -> ActionRequest | None:
+    result = await ls.diagnostics.current(uri)
+    if result is None:
+        return None
+    found = result.analysis_of(uri)
+    position = result.snapshot.index_of(uri)
+    if found is None or position is None:
+        return None
+    return ActionRequest(
+        snapshot=result.snapshot,
+        index=position,
+        analysis=found[1],
+        selection=selection,
+        only=only,
+        client_diagnostics=client_diagnostics,
+        codec=ls.workspace.position_codec,
+        versioned_edits=_versioned_edits(ls),
+        resolves_edits=_resolves_edits(ls),
+    )
+
+
 def register(server: GpulensServer) -> None:
     @server.feature(
         types.TEXT_DOCUMENT_CODE_ACTION,
-        types.CodeActionOptions(code_action_kinds=KINDS, resolve_provider=False),
+        types.CodeActionOptions(code_action_kinds=KINDS, resolve_provider=True),
     )
     async def code_action(
         ls: GpulensServer, params: types.CodeActionParams
     ) -> list[types.CodeAction] | None:
-        uri = params.text_document.uri
-        result = await ls.diagnostics.current(uri)
-        if result is None:
-            return None
-        found = result.analysis_of(uri)
-        position = result.snapshot.index_of(uri)
-        if found is None or position is None:
-            return None
-        request = ActionRequest(
-            snapshot=result.snapshot,
-            index=position,
-            analysis=found[1],
-            selection=params.range,
-            only=params.context.only,
-            client_diagnostics=params.context.diagnostics,
-            codec=ls.workspace.position_codec,
-            versioned_edits=_versioned_edits(ls),
+        context = params.context
+        request = await _request_for(
+            ls, params.text_document.uri, params.range, context.only, context.diagnostics
         )
+        if request is None:
+            return None
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(ls.diagnostics.pool, build_actions, request)
+
+    @server.feature(types.CODE_ACTION_RESOLVE)
+    async def resolve_code_action(ls: GpulensServer, action: types.CodeAction) -> types.CodeAction:
+        data = action.data
+        uri = data.get("uri") if isinstance(data, dict) else getattr(data, "uri", None)
+        if action.kind != FIX_ALL or not isinstance(uri, str) or action.edit is not None:
+            return action
+        everything = types.Range(
+            start=types.Position(line=0, character=0), end=types.Position(line=0, character=0)
+        )
+        request = await _request_for(ls, uri, everything, [FIX_ALL], [])
+        if request is None:
+            return action
+        loop = asyncio.get_running_loop()
+        resolved = await loop.run_in_executor(ls.diagnostics.pool, build_actions, request)
+        # nothing left to fix (the text changed since): an empty edit, never a stale one
+        action.edit = resolved[0].edit if resolved else types.WorkspaceEdit(changes={})
+        return action
