@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from gpulens.analysis.config import DEFAULT_CONFIG, Config, is_suppressed, suppressions
@@ -17,13 +20,27 @@ class Analysis:
     notes: list[str] = field(default_factory=list)
 
 
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """A parse makes millions of nodes; each full collection rescans them all, which made a
+    5 MB file take 3× longer than 5 × 1 MB. The tree holds no cycles worth collecting."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def analyze(text: str, config: Config = DEFAULT_CONFIG) -> Analysis:
     """Find GPU pitfalls in ``text``. Never raises for any string."""
-    source = SourceText(text)
-    tree, problem = parse_tolerant(text)
     from gpulens.analysis.walker import walk_module
 
-    findings, notes = walk_module(tree, source, config)
+    source = SourceText(text)
+    with _collector_paused():
+        tree, problem = parse_tolerant(text)
+        findings, notes = walk_module(tree, source, config)
     table = suppressions(source.lines)
     kept = [f for f in findings if config.enabled(f.code) and not is_suppressed(f, table)]
     kept = [

@@ -16,7 +16,7 @@ GPU_DEVICE = Value(Kind.DEVICE)
 
 
 class Evaluator:
-    __slots__ = ("_cache", "imports", "module_classes", "scope")
+    __slots__ = ("_cache", "_host_functions", "imports", "module_classes", "scope")
 
     def __init__(self, imports: Imports, scope: Scope) -> None:
         self.imports = imports
@@ -24,6 +24,7 @@ class Evaluator:
         # classes defined in the file that subclass nn.Module
         self.module_classes: set[str] = set()
         self._cache: dict[int, Value | None] = {}
+        self._host_functions: dict[int, bool] = {}
 
     def invalidate(self) -> None:
         """Bindings changed: cached values may be stale."""
@@ -173,7 +174,7 @@ class Evaluator:
         if callee is not None:
             if callee.kind in (Kind.GPU_MODULE, Kind.GPU):
                 return Value(Kind.GPU, callee.lib)
-            if callee.kind is Kind.FUNCTION and _returns_host(callee.origin):
+            if callee.kind is Kind.FUNCTION and self._returns_host(callee.origin):
                 return None
         # an unknown function of GPU arrays usually returns GPU arrays (a loss, a metric)
         for argument in (*node.args, *(k.value for k in node.keywords)):
@@ -181,6 +182,13 @@ class Evaluator:
             if value is not None and value.kind is Kind.GPU:
                 return Value(Kind.GPU, value.lib)
         return None
+
+    def _returns_host(self, function: ast.AST | None) -> bool:
+        # a function's returns do not change while the file is walked: decide once
+        key = id(function)
+        if key not in self._host_functions:
+            self._host_functions[key] = _returns_host(function)
+        return self._host_functions[key]
 
     def _method(self, node: ast.Call, method: str, receiver: Value | None) -> Value | None:
         if method == "cuda" or (method == "to" and self.moves_to_gpu(node)):
