@@ -1,37 +1,54 @@
 # The README's two commands: `make demo` and `make test`. Both work on a new machine from
-# nothing but Python >= 3.11 (and, for the editor clients, Node 20): they make .venv themselves.
+# nothing but Python >= 3.11 and Node 20: they make .venv (and node_modules) themselves.
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint package clean
+.PHONY: demo test test-python lint package wheel clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
+# reinstall when the dependencies change
 $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e ".[dev]"
 	touch $@
 
 demo: $(STAMP)
-	@echo "== gpulens check examples/"
-	-$(BIN)/gpulens check examples/
+	@echo "== gpulens check examples/   (pitfalls, then the same code written well)"
+	@# exit 1 means "found problems": what these files are for
+	$(BIN)/gpulens check examples/train_pitfalls.py examples/cupy_pitfalls.py examples/pitfalls.ipynb; test $$? -eq 1
+	$(BIN)/gpulens check examples/train_fixed.py examples/cupy_fixed.py
+	@echo
+	@echo "== gpulens check --explain GPU001"
+	@$(BIN)/gpulens check --explain GPU001 | head -12
 	@echo
 	@echo "== gpulens status"
-	-$(BIN)/gpulens status
+	$(BIN)/gpulens status
+	@echo
+	@echo "== gpulens profile examples/profile_demo.py --cell 2   (host backend where there is no GPU)"
+	$(BIN)/gpulens profile examples/profile_demo.py --cell 2
 
 lint: $(STAMP)
-	$(BIN)/ruff check server tests benchmarks
-	$(BIN)/ruff format --check server tests benchmarks
+	$(BIN)/ruff check server tests benchmarks scripts
+	$(BIN)/ruff format --check server tests benchmarks scripts
 
-test: lint
+test-python: lint
 	$(BIN)/python -m pytest -m "not gpu"
 
-package: $(STAMP)
+# the editor clients add their targets (vscode-test, lab-test, ...) in these fragments
+-include extension/make.mk
+-include labextension/make.mk
+
+test: test-python $(if $(wildcard extension/make.mk),vscode-test) $(if $(wildcard labextension/make.mk),lab-test)
+
+wheel: $(STAMP)
 	$(BIN)/python -m pip install --quiet build
 	$(BIN)/python -m build --wheel --outdir dist .
+
+package: wheel $(if $(wildcard extension/make.mk),vscode-package)
 
 clean:
 	rm -rf $(VENV) dist build .pytest_cache .ruff_cache
