@@ -155,7 +155,20 @@ for step in range(steps):
 
 
 @needs_cupti
-@pytest.mark.parametrize("backend", ["cupti", "torch"])
+@pytest.mark.parametrize(
+    "backend",
+    [
+        "cupti",
+        pytest.param(
+            "torch",
+            marks=pytest.mark.xfail(
+                strict=True,
+                reason="torch 2.11: the runtime sync events carry no Python stack, so the "
+                "torch backend cannot place syncs on lines (seen on the H200)",
+            ),
+        ),
+    ],
+)
 def test_item_every_step_is_one_sync_and_one_small_d2h(torch: Any, backend: str) -> None:
     steps = 50
     namespace = {"torch": torch, "x": torch.ones(1000, device="cuda"), "steps": steps}

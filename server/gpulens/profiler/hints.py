@@ -63,18 +63,32 @@ def line_hints(line: dict[str, Any], pinned_gbps: float | None) -> list[dict[str
         )
     syncs = line.get("syncs", {})
     hits = line.get("hits", 0)
-    if hits >= SYNC_LOOP_HITS and syncs.get("count", 0) >= SYNC_LOOP_SHARE * hits:
-        found.append(
-            {
-                "code": "GPU001",
-                "message": (
-                    f"the host waits for the GPU {syncs['count']} times on this line "
-                    f"({syncs.get('stall_s', 0) * 1e3:.1f} ms stalled), once per run: keep the "
-                    "value on the device (total += loss.detach()) and read it once after the "
-                    "loop (GPU001)"
-                ),
-            }
-        )
+    waits = syncs.get("count", 0)
+    if hits >= SYNC_LOOP_HITS and waits >= SYNC_LOOP_SHARE * hits:
+        stalled = f"{syncs.get('stall_s', 0) * 1e3:.1f} ms stalled"
+        if copies >= waits:  # the waits are the pageable copies' own
+            if not any(hint["code"] == "pinned-memory" for hint in found):
+                found.append(
+                    {
+                        "code": "pinned-memory",
+                        "message": (
+                            f"each of the {copies} pageable copies makes the host wait for the "
+                            f"GPU ({stalled}): copy from pinned memory (tensor.pin_memory(), "
+                            "DataLoader(pin_memory=True)) with non_blocking=True"
+                        ),
+                    }
+                )
+        else:
+            found.append(
+                {
+                    "code": "GPU001",
+                    "message": (
+                        f"the host waits for the GPU {waits} times on this line ({stalled}), "
+                        "once per run: keep the value on the device (total += loss.detach()) "
+                        "and read it once after the loop (GPU001)"
+                    ),
+                }
+            )
     return found
 
 

@@ -57,3 +57,16 @@ def test_empty_attribution_builds_a_payload() -> None:
     payload = build_payload(empty, source={"path": "x.py"}, backend="host")  # type: ignore[arg-type]
     assert payload["lines"] == [] and payload["wall_s"] == 0
     assert "gpulens profile" in render_text(payload)
+
+
+def test_syncs_made_by_pageable_copies_point_at_pinned_memory_not_gpu001() -> None:
+    line = {
+        "hits": 200,
+        "transfers": {"htod": {"count": 400, "bytes": 400 * 4096, "pageable": 400}},
+        "pageable": {"bytes": 400 * 4096, "s": 0.004},
+        "kernels": {"count": 0},
+        "syncs": {"count": 400, "stall_s": 0.005},
+    }
+    assert [hint["code"] for hint in line_hints(line, None)] == ["pinned-memory"]
+    line["transfers"]["htod"]["pageable"] = 0
+    assert [hint["code"] for hint in line_hints(line, None)] == ["GPU001"]
