@@ -12,7 +12,6 @@ raised again so "run all" stops as it would without the magic.
 from __future__ import annotations
 
 import argparse
-import json
 import shlex
 from typing import Any
 
@@ -68,18 +67,10 @@ def bundle(payload: dict[str, Any]) -> dict[str, Any]:
 
 
 def show_status() -> None:
-    """Prints the device status if `gpulens.device.status` offers it."""
-    try:
-        from gpulens.device import status as device_status
-    except ImportError:
-        print("status not available yet")
-        return
-    for name in ("collect_status", "read_status", "get_status", "status"):
-        read = getattr(device_status, name, None)
-        if callable(read):
-            print(json.dumps(read(), indent=1, default=str))
-            return
-    print("status not available yet")
+    """`%gpulens status`: the status table of the GPUs as this kernel's interpreter sees them."""
+    from gpulens.device.status import format_status_table, shared_source
+
+    print(format_status_table(shared_source().snapshot(wait_for_frameworks=True)))
 
 
 def _make_magics() -> Any:
