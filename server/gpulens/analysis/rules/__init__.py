@@ -3,8 +3,10 @@
 from gpulens.analysis.rules import (  # noqa: F401  (each module registers its rules)
     data,
     devices,
+    factories,
     loops,
     precision,
+    round_trips,
     sync,
     timing,
     transfers,

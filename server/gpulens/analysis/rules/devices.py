@@ -72,7 +72,7 @@ def _end(node: ast.AST, ctx: Context) -> tuple[int, int]:
 
 
 def _is_cpu_factory_call(node: ast.expr, ctx: Context) -> bool:
-    from gpulens.analysis.rules.transfers import _is_cpu_factory
+    from gpulens.analysis.rules.factories import is_cpu_factory as _is_cpu_factory
 
     return isinstance(node, ast.Call) and _is_cpu_factory(node, ctx)
 

@@ -1,0 +1,86 @@
+"""GPU008: GPU arrays copied back to the host on every iteration."""
+
+from __future__ import annotations
+
+import ast
+
+from gpulens.analysis import frameworks as fw
+from gpulens.analysis.context import Context
+from gpulens.analysis.model import Fix, Severity
+from gpulens.analysis.rules.common import replace, shown
+from gpulens.analysis.rules.registry import checks, rule
+
+HOST_ROUND_TRIP = rule(
+    "GPU008",
+    "host-round-trip-in-loop",
+    Severity.WARNING,
+    "GPU array copied back to the host inside a loop",
+    """
+`cp.asnumpy(a)`, `a.get()` and NumPy functions applied to JAX arrays copy the array to host
+memory and wait for the GPU to finish computing it. Inside a loop that is one device-to-host
+copy and one synchronization per iteration. Keep the computation on the device (CuPy and
+`jax.numpy` mirror NumPy's API) and convert once, after the loop.
+
+**Bad:**
+```python
+for step in range(steps):
+    u = stencil(u)
+    energy.append(np.sum(cp.asnumpy(u) ** 2))
+```
+
+**Good:**
+```python
+for step in range(steps):
+    u = stencil(u)
+    energy.append(cp.sum(u ** 2))
+energy = cp.asnumpy(cp.stack(energy))
+```
+""",
+)
+
+
+# -- GPU008 -------------------------------------------------------------------------------
+
+
+@checks(ast.Call)
+def check_host_round_trip(node: ast.Call, ctx: Context) -> None:
+    loop = ctx.hot_loop
+    if loop is None:
+        return
+    func = node.func
+    name = ctx.qualname(func)
+    if name in fw.DEVICE_TO_HOST_CALLS and node.args and ctx.on_gpu(node.args[0]):
+        _report_round_trip(node, ctx, loop.describe())
+        return
+    if isinstance(func, ast.Attribute) and func.attr in ("get", "copy_to_host") and not node.args:
+        receiver = ctx.value(func.value)
+        if receiver is not None and receiver.on_gpu and receiver.lib in ("cupy", "numba"):
+            _report_round_trip(node, ctx, loop.describe())
+        return
+    if name is not None and name.startswith("numpy."):
+        for argument in node.args:
+            value = ctx.value(argument)
+            if value is not None and value.on_gpu and value.lib == "jax":
+                jnp = ctx.spelled("jax.numpy", "jnp")
+                fixes: tuple[Fix, ...] = ()
+                if jnp is not None and isinstance(func, ast.Attribute):
+                    fixes = (
+                        Fix(
+                            f"Use {jnp}.{func.attr}",
+                            (replace(ctx, func.value, jnp),),
+                        ),
+                    )
+                _report_round_trip(node, ctx, loop.describe(), fixes)
+                return
+
+
+def _report_round_trip(
+    node: ast.Call, ctx: Context, where: str, fixes: tuple[Fix, ...] = ()
+) -> None:
+    ctx.report(
+        HOST_ROUND_TRIP,
+        node,
+        f"`{shown(ctx, node)}` copies a GPU array to the host and waits for the GPU, on every "
+        f"iteration of {where}. Keep the work on the device and convert once after the loop.",
+        fixes,
+    )
