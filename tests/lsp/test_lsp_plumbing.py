@@ -115,11 +115,17 @@ async def test_select_device_accepts_both_argument_shapes(
 async def test_select_device_rejects_what_it_cannot_write(
     client: RecordingClient, arguments: list[object]
 ) -> None:
+    logged = len(client.log_messages)
     with pytest.raises(JsonRpcInvalidParams):
         await client.workspace_execute_command_async(
             types.ExecuteCommandParams(command="gpulens.selectDevice", arguments=arguments)
         )
     await still_answers(client)
+    # the error is also in the client's log, for whoever reads the output panel
+    assert any(
+        "gpulens.selectDevice" in m.message and m.type == types.MessageType.Error
+        for m in client.log_messages[logged:]
+    )
 
 
 async def test_unknown_command_is_an_error(client: RecordingClient) -> None:

@@ -200,3 +200,20 @@ async def test_bad_initialization_options_warn(client_with_bad_init_options: Rec
     client = client_with_bad_init_options
     await wait_until(lambda: any("statusIntervalSeconds" in m.message for m in client.messages))
     await still_answers(client)
+
+
+async def test_pyproject_changes_apply_when_the_client_reports_them(
+    client: RecordingClient, tmp_path: Path
+) -> None:
+    uri = uri_in(tmp_path)
+    open_document(client, uri, LOOP_SYNC)
+    await wait_for_published(client, uri, lambda p: "GPU001" in codes(p))
+    count = len(client.published[uri])
+    pyproject = tmp_path / "pyproject.toml"
+    pyproject.write_text('[tool.gpulens]\nignore = ["GPU001"]\n')
+    client.workspace_did_change_watched_files(
+        types.DidChangeWatchedFilesParams(
+            changes=[types.FileEvent(uri=pyproject.as_uri(), type=types.FileChangeType.Created)]
+        )
+    )
+    await wait_for_published(client, uri, lambda p: "GPU001" not in codes(p), after=count)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -38,6 +39,10 @@ logger = logging.getLogger(__name__)
 
 # torch device strings the fixes may write; an index only where the backend has several
 DEVICE = re.compile(r"^(?:cpu|mps|meta|(?:cuda|xpu|hpu|npu|xla|mtia|privateuseone)(?::\d+)?)$")
+
+# pyproject.toml is read again when its cached config is older than this: edits to
+# `[tool.gpulens]` apply without a restart, at the cost of one small file read per interval.
+PROJECT_RECHECK_S = 2.0
 
 # How long a document waits for the first `workspace/configuration` answer before it is
 # analysed with defaults: long enough for a live client, short enough for a silent one.
@@ -193,7 +198,7 @@ class SettingsStore:
         self._server = server
         self.editor = EditorSettings()
         self.device_override: str | None = None
-        self._project: dict[Path, Config] = {}
+        self._project: dict[Path, tuple[Config, float]] = {}
         self._reported: set[str] = set()
         self.ready = asyncio.Event()
 
@@ -207,15 +212,16 @@ class SettingsStore:
 
     def _project_config(self, path: Path) -> Config:
         folder = path.parent
+        now = time.monotonic()
         cached = self._project.get(folder)
-        if cached is not None:
-            return cached
+        if cached is not None and now - cached[1] < PROJECT_RECHECK_S:
+            return cached[0]
         try:
             config = load_config(path)
         except Exception as error:  # a broken pyproject.toml must not stop diagnostics
             self.warn_once(f"gpulens: {error}; using the default rules for {folder}.")
             config = DEFAULT_CONFIG
-        self._project[folder] = config
+        self._project[folder] = (config, now)
         return config
 
     def forget_project_configs(self) -> None:
@@ -268,6 +274,14 @@ def register(server: GpulensServer) -> None:
             await pull_settings(ls)
         finally:
             ls.settings.ready.set()
+
+    # Sent by clients that watch pyproject.toml for us (the VS Code client's fileEvents);
+    # others see an edited `[tool.gpulens]` within PROJECT_RECHECK_S, at the next analysis.
+    @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
+    def on_watched_files(ls: GpulensServer, params: types.DidChangeWatchedFilesParams) -> None:
+        if any(change.uri.endswith("pyproject.toml") for change in params.changes):
+            ls.settings.forget_project_configs()
+            ls.diagnostics.refresh_all()
 
     @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
     async def on_did_change_configuration(
