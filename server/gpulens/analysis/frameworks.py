@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import re
 
-# torch factories that make a new tensor on the CPU unless given `device=`
+# torch factories that make a new tensor on the CPU unless given `device=` (bernoulli and
+# multinomial are not among them: they sample from a tensor and take no `device=`)
 TORCH_FACTORIES = frozenset(
     f"torch.{name}"
     for name in [
@@ -26,8 +27,6 @@ TORCH_FACTORIES = frozenset(
         "tensor",
         "as_tensor",
         "normal",
-        "bernoulli",
-        "multinomial",
         "tril_indices",
         "triu_indices",
     ]

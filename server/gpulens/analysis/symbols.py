@@ -182,3 +182,12 @@ def dotted_name(node: ast.expr) -> str | None:
 
 def names_in(node: ast.AST) -> set[str]:
     return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+
+
+def simple_name(node: ast.expr) -> str:
+    """The last name of `f` or `a.b.f`; "" for anything else."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return ""

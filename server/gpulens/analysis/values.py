@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 
 from gpulens.analysis import frameworks as fw
-from gpulens.analysis.symbols import Imports, Kind, Scope, Value, dotted_name
+from gpulens.analysis.symbols import Imports, Kind, Scope, Value, dotted_name, simple_name
 
 GPU_DEVICE = Value(Kind.DEVICE)
 
@@ -307,14 +307,7 @@ def _builds_module(func: ast.Attribute, evaluator: Evaluator) -> bool:
     value = evaluator.value(receiver)
     if value is not None and value.kind is Kind.MODULE:
         return True
-    callee = receiver.func
-    name = (
-        callee.id
-        if isinstance(callee, ast.Name)
-        else callee.attr
-        if isinstance(callee, ast.Attribute)
-        else ""
-    )
+    name = simple_name(receiver.func)
     return name[:1].isupper()
 
 

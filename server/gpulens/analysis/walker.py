@@ -21,7 +21,7 @@ from gpulens.analysis.guards import leaves_loop, runs_once_per_period
 from gpulens.analysis.model import Finding
 from gpulens.analysis.rules.registry import CHECKS
 from gpulens.analysis.source import SourceText
-from gpulens.analysis.symbols import Kind, Scope, Value, dotted_name, merge
+from gpulens.analysis.symbols import Kind, Scope, Value, dotted_name, merge, simple_name
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 _METHODS_FIRST = ("__init__", "__post_init__", "setup", "reset_parameters")
@@ -518,11 +518,4 @@ def _element(value: Value | None) -> Value | None:
 
 
 def _is_progress(func: ast.expr) -> bool:
-    name = (
-        func.id
-        if isinstance(func, ast.Name)
-        else func.attr
-        if isinstance(func, ast.Attribute)
-        else ""
-    )
-    return name.lower().startswith(_PROGRESS)
+    return simple_name(func).lower().startswith(_PROGRESS)

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from gpulens.analysis.model import Edit, Span
+from gpulens.analysis.symbols import dotted_name
 
 COMPOUND = (
     ast.FunctionDef,
@@ -33,18 +34,6 @@ COMPOUND = (
 FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
 
 
-def dotted(node: ast.AST) -> str | None:
-    """``a.b.c`` for a chain of attributes on a name, else None."""
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    parts.append(node.id)
-    return ".".join(reversed(parts))
-
-
 @dataclass(frozen=True, slots=True)
 class Imports:
     """Local names bound by imports, mapped to what they stand for (``T`` -> ``torch``)."""
@@ -55,7 +44,7 @@ class Imports:
 
     def resolve(self, node: ast.AST) -> str | None:
         """The qualified name of a name or attribute chain, through the imports."""
-        name = dotted(node)
+        name = dotted_name(node) if isinstance(node, ast.expr) else None
         if name is None:
             return None
         root, _, rest = name.partition(".")

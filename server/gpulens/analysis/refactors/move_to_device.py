@@ -27,33 +27,12 @@ import ast
 import json
 import re
 
+from gpulens.analysis import frameworks as fw
 from gpulens.analysis.model import Edit, Span
 from gpulens.analysis.refactors._document import Document, fresh_name
 
-FACTORIES = frozenset(
-    f"torch.{name}"
-    for name in (
-        "randn",
-        "rand",
-        "randint",
-        "randperm",
-        "zeros",
-        "ones",
-        "empty",
-        "full",
-        "arange",
-        "linspace",
-        "logspace",
-        "eye",
-        "randn_like",
-        "rand_like",
-        "randint_like",
-        "zeros_like",
-        "ones_like",
-        "empty_like",
-        "full_like",
-    )
-)
+# factories that take a shape (torch.tensor and torch.as_tensor take data: COPYING below)
+FACTORIES = (fw.TORCH_FACTORIES - fw.TORCH_DATA_FACTORIES) | fw.TORCH_LIKE_FACTORIES
 # these copy their argument: a literal is a factory, anything else a CPU tensor to move
 COPYING = frozenset({"torch.tensor", "torch.as_tensor"})
 FROM_HOST = frozenset({"torch.from_numpy"})
