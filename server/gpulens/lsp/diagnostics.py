@@ -162,12 +162,13 @@ class DiagnosticsScheduler:
         codec = self._server.workspace.position_codec
         for index, (uri, text) in enumerate(zip(snapshot.uris, snapshot.texts, strict=True)):
             findings = [] if result.analyses is None else result.analyses[index].findings
-            line_index = LineIndex(text, codec)
+            diagnostics: list[types.Diagnostic] = []
+            if findings:  # no line table for a text without findings: 5 MB would cost 100 ms
+                line_index = LineIndex(text, codec)
+                diagnostics = [finding_to_diagnostic(f, line_index) for f in findings]
             self._server.text_document_publish_diagnostics(
                 types.PublishDiagnosticsParams(
-                    uri=uri,
-                    version=snapshot.version_of(uri),
-                    diagnostics=[finding_to_diagnostic(f, line_index) for f in findings],
+                    uri=uri, version=snapshot.version_of(uri), diagnostics=diagnostics
                 )
             )
         if snapshot.is_notebook:
