@@ -1,0 +1,60 @@
+/**
+ * Wiring only: log channel -> Python interpreter -> language server (restarted when the
+ * interpreter or `gpulens.python` changes) -> status bar, profiling, notebooks, commands.
+ * Every disposable goes into `context.subscriptions`.
+ */
+
+import * as vscode from 'vscode';
+import type { Middleware } from 'vscode-languageclient/node';
+import { CellLensProvider, profileCommandArguments } from './cellLens';
+import { registerEnvironmentCheck } from './doctor';
+import { createLogChannel, logChannel, traceInfo } from './logging';
+import { registerNotebookProfiling } from './notebook';
+import { CellProfiler, PROFILE_AT_COMMAND } from './profiler';
+import { ProfileView } from './profileView';
+import { initializePython, onDidChangeInterpreter } from './python';
+import { ServerSupervisor } from './server';
+import { affectsServer } from './settings';
+import { ENVIRONMENT_CHECK_COMMAND, GpuStatusBar } from './statusBar';
+
+let server: ServerSupervisor | undefined;
+
+export async function activate(context: vscode.ExtensionContext): Promise<void> {
+  context.subscriptions.push(createLogChannel());
+  traceInfo(`gpulens ${String(context.extension.packageJSON.version)} activating (workspace trusted: ${vscode.workspace.isTrusted})`);
+
+  // the server's own profile command and lenses run through the client's profiler (progress, trust)
+  const middleware: Middleware = {
+    executeCommand: (command, args, next) => {
+      const routed = profileCommandArguments(command, args);
+      return routed ? vscode.commands.executeCommand(PROFILE_AT_COMMAND, ...routed) : next(command, args);
+    },
+  };
+  server = new ServerSupervisor(middleware);
+  const view = new ProfileView();
+  context.subscriptions.push(
+    server,
+    view,
+    new GpuStatusBar(server),
+    new CellProfiler(server, view),
+    new CellLensProvider(server),
+    registerNotebookProfiling(view),
+    registerEnvironmentCheck(ENVIRONMENT_CHECK_COMMAND, server),
+    vscode.commands.registerCommand('gpulens.restartServer', () => server?.restart('asked from the command palette')),
+    vscode.commands.registerCommand('gpulens.showLog', () => logChannel().show()),
+    vscode.workspace.onDidChangeConfiguration((event) => {
+      if (affectsServer(event)) void server?.restart('gpulens.python changed');
+    }),
+    vscode.workspace.onDidGrantWorkspaceTrust(() => server?.restart('the workspace is trusted now')),
+  );
+
+  await initializePython(context.subscriptions);
+  context.subscriptions.push(onDidChangeInterpreter(() => server?.restart('the Python interpreter changed')));
+  // not awaited: activation must not wait for the interpreter check or the server's start
+  void server.start();
+}
+
+export async function deactivate(): Promise<void> {
+  await server?.dispose();
+  server = undefined;
+}

@@ -1,0 +1,126 @@
+/**
+ * Per-line costs of a profiled cell, drawn at the ends of its lines with a heat tint by the
+ * line's share of the cell's GPU time (host time when the cell used no GPU), and a hover with
+ * the top kernels and hints. Results stay until cleared or until the document is edited.
+ */
+
+import * as vscode from 'vscode';
+import {
+  editorLine,
+  HEAT_LEVELS,
+  heatAlpha,
+  heatBasis,
+  heatLevel,
+  lineHover,
+  lineLabel,
+  lineShares,
+  type Profile,
+} from './core/profile';
+
+export const CLEAR_COMMAND = 'gpulens.clearProfileResults';
+const CONTEXT_KEY = 'gpulens.hasProfileResults';
+
+interface Shown {
+  profile: Profile;
+  /** Lines to subtract from the payload's line numbers (1 for a cell run under an added `%%gpulens`). */
+  offset: number;
+}
+
+export class ProfileView implements vscode.Disposable {
+  /** document URI -> (cell key -> result); several cells of one file can be shown at once. */
+  private readonly results = new Map<string, Map<string, Shown>>();
+  private readonly heat: vscode.TextEditorDecorationType[] = [];
+  private readonly subscriptions: vscode.Disposable[] = [];
+
+  constructor() {
+    for (let level = 0; level <= HEAT_LEVELS; level += 1) {
+      const alpha = heatAlpha(level);
+      this.heat.push(
+        vscode.window.createTextEditorDecorationType({
+          isWholeLine: true,
+          backgroundColor: alpha > 0 ? `rgba(255, 90, 31, ${alpha})` : undefined,
+          overviewRulerColor: alpha > 0 ? `rgba(255, 90, 31, ${Math.min(1, alpha * 2)})` : undefined,
+          overviewRulerLane: vscode.OverviewRulerLane.Right,
+          rangeBehavior: vscode.DecorationRangeBehavior.ClosedClosed,
+        }),
+      );
+    }
+    this.subscriptions.push(
+      ...this.heat,
+      vscode.window.onDidChangeVisibleTextEditors((editors) => editors.forEach((e) => this.render(e))),
+      vscode.workspace.onDidChangeTextDocument((event) => {
+        // the numbers belong to the code as it ran; an edit makes them point at other lines
+        if (event.contentChanges.length > 0 && this.results.has(event.document.uri.toString())) {
+          this.clear(event.document.uri);
+        }
+      }),
+      vscode.workspace.onDidCloseTextDocument((document) => {
+        if (document.uri.scheme === 'vscode-notebook-cell') return; // cells close when scrolled away
+        this.results.delete(document.uri.toString());
+        this.updateContext();
+      }),
+      vscode.commands.registerCommand(CLEAR_COMMAND, (uri?: vscode.Uri) => {
+        const target = uri instanceof vscode.Uri ? uri : undefined;
+        this.clear(target);
+      }),
+    );
+  }
+
+  show(uri: vscode.Uri, key: string, profile: Profile, offset: number): void {
+    const id = uri.toString();
+    const shown = this.results.get(id) ?? new Map<string, Shown>();
+    shown.set(key, { profile, offset });
+    this.results.set(id, shown);
+    this.updateContext();
+    for (const editor of vscode.window.visibleTextEditors) {
+      if (editor.document.uri.toString() === id) this.render(editor);
+    }
+  }
+
+  /** Clears one document's results, or every document's. */
+  clear(uri?: vscode.Uri): void {
+    if (uri) this.results.delete(uri.toString());
+    else this.results.clear();
+    this.updateContext();
+    for (const editor of vscode.window.visibleTextEditors) {
+      if (!uri || editor.document.uri.toString() === uri.toString()) this.render(editor);
+    }
+  }
+
+  private updateContext(): void {
+    void vscode.commands.executeCommand('setContext', CONTEXT_KEY, this.results.size > 0);
+  }
+
+  private render(editor: vscode.TextEditor): void {
+    const byLevel: vscode.DecorationOptions[][] = this.heat.map(() => []);
+    const shown = this.results.get(editor.document.uri.toString());
+    for (const { profile, offset } of shown?.values() ?? []) {
+      const shares = lineShares(profile);
+      const basis = heatBasis(profile);
+      for (const line of profile.lines) {
+        const at = editorLine(line.line, offset);
+        if (at < 0 || at >= editor.document.lineCount) continue;
+        const share = shares.get(line.line) ?? 0;
+        const end = editor.document.lineAt(at).range.end;
+        const hover = new vscode.MarkdownString(lineHover(line, share, profile), true);
+        byLevel[heatLevel(share)].push({
+          range: new vscode.Range(at, 0, end.line, end.character),
+          hoverMessage: hover,
+          renderOptions: {
+            after: {
+              contentText: `  ${lineLabel(line, share, basis)}`,
+              color: new vscode.ThemeColor('editorCodeLens.foreground'),
+              fontStyle: 'italic',
+              margin: '0 0 0 1.5em',
+            },
+          },
+        });
+      }
+    }
+    this.heat.forEach((type, level) => editor.setDecorations(type, byLevel[level]));
+  }
+
+  dispose(): void {
+    for (const d of this.subscriptions) d.dispose();
+  }
+}
