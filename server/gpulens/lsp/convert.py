@@ -48,7 +48,8 @@ class LineIndex:
     def to_client(self, line: int, column: int) -> types.Position:
         """A code-point position of the analysis as a client position, clamped to the text."""
         if line >= len(self.lines):
-            return types.Position(line=len(self.lines) - 1, character=self._units(self._line(-1)))
+            last = len(self.lines) - 1
+            return types.Position(line=last, character=self._units(self._line(last)))
         text = self._line(max(line, 0))
         column = max(0, min(column, len(text)))
         if text.isascii():
