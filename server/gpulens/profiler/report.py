@@ -303,3 +303,190 @@ def render_html(payload: dict[str, Any], page: bool = False) -> str:
         '<!DOCTYPE html><html><head><meta charset="utf-8"><title>gpulens profile</title></head>'
         f"<body>{body}</body></html>\n"
     )
+
+
+# -- one line, for editors ----------------------------------------------------------------------
+# What an editor draws after a profiled line (`format_line_costs`), shows on hover
+# (`format_line_details`) and says when a run stops (`format_run_message`). The language server
+# sends these strings as they are; the VS Code and JupyterLab clients draw payloads of the
+# `%%gpulens` magic themselves and mirror these rules.
+
+_ARROWS = {"htod": "↑", "dtoh": "↓", "dtod": "↔"}
+_DIRECTIONS = {"htod": "host→device", "dtoh": "device→host", "dtod": "device→device"}
+# a kernel name longer than this is cut in the hover: C++ template names run to kilobytes
+KERNEL_NAME_CHARS = 80
+
+
+def _two_figures(value: float, units: tuple[tuple[float, str], ...]) -> str:
+    """`value` in the smallest of `units` (ascending) that keeps it under 1000, to two
+    significant figures: "8.7 ms", "62 ms", and "1.0 s" rather than "1000 ms"."""
+    for scale, unit in units:
+        scaled = value / scale
+        if scaled < 999.5 or unit == units[-1][1]:
+            return f"{scaled:.1f}{unit}" if scaled < 9.95 else f"{scaled:.0f}{unit}"
+    raise AssertionError("unreachable: the last unit always returns")
+
+
+def short_seconds(seconds: float) -> str:
+    """0.0087 -> "8.7 ms", 0.062 -> "62 ms", 1.4 -> "1.4 s"; 0 -> "0 ms"."""
+    if seconds <= 0:
+        return "0 ms"
+    return _two_figures(seconds, ((1e-9, " ns"), (1e-6, " µs"), (1e-3, " ms"), (1.0, " s")))
+
+
+def short_bytes(size: float) -> str:
+    """400_000_000 -> "400 MB", 4096 -> "4.1 KB", 200 -> "200 B" (decimal units)."""
+    if size < 1000:
+        return f"{size:.0f} B"
+    return _two_figures(size, ((1e3, " KB"), (1e6, " MB"), (1e9, " GB"), (1e12, " TB")))
+
+
+def short_count(count: int) -> str:
+    """1400 -> "1.4k", 200 -> "200", 12_345 -> "12k", 2_000_000 -> "2M"."""
+    if count < 1000:
+        return str(count)
+    return _two_figures(count, ((1e3, "k"), (1e6, "M"), (1e9, "G"))).replace(".0", "")
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{short_count(count)} {word}{'' if count == 1 else 's'}"
+
+
+def _made_device_work(line: dict[str, Any]) -> bool:
+    transfers = line.get("transfers") or {}
+    return bool(
+        (line.get("kernels") or {}).get("count")
+        or any(block.get("count") for block in transfers.values())
+        or (line.get("memsets") or {}).get("count")
+        or (line.get("syncs") or {}).get("count")
+    )
+
+
+def format_line_costs(line: dict[str, Any]) -> str:
+    """The text drawn after a profiled line, from one `lines[]` entry of the payload.
+
+    GPU work: "1.4k kernels · 8.7 ms GPU · ↑400 MB 62 ms · ⏸200 2.2 ms" (kernels and their GPU
+    time, copies by direction ↑ host→device, ↓ device→host, ↔ device→device with bytes and
+    time, memsets, then host waits on the GPU: count and stall). A line that made no GPU work
+    shows its host figures: "200 hits · 51 ms host".
+    """
+    if not _made_device_work(line):
+        return (
+            f"{_plural(line.get('hits', 0), 'hit')} · {short_seconds(line.get('host_s', 0))} host"
+        )
+    parts: list[str] = []
+    kernels = line.get("kernels") or {}
+    if kernels.get("count"):
+        parts.append(_plural(kernels["count"], "kernel"))
+        parts.append(f"{short_seconds(kernels.get('gpu_s', 0))} GPU")
+    for direction, block in (line.get("transfers") or {}).items():
+        if block.get("count"):
+            arrow = _ARROWS.get(direction, direction)
+            parts.append(f"{arrow}{short_bytes(block.get('bytes', 0))} {short_seconds(block['s'])}")
+    memsets = line.get("memsets") or {}
+    if memsets.get("count"):
+        parts.append(f"{_plural(memsets['count'], 'memset')} {short_seconds(memsets['s'])}")
+    syncs = line.get("syncs") or {}
+    if syncs.get("count"):
+        parts.append(f"⏸{short_count(syncs['count'])} {short_seconds(syncs.get('stall_s', 0))}")
+    return " · ".join(parts)
+
+
+def _markdown_text(text: str) -> str:
+    """Plain text safe inside Markdown, tables too (kernel names hold `*`, `_`, `<` and `|`);
+    only what would change the rendering is escaped, so plain-text clients stay readable."""
+    return "".join(f"\\{char}" if char in "\\`*_[]<>|" else char for char in text)
+
+
+def _kernel_name(name: str) -> str:
+    """A code span for a table cell: cut, and without the `|` that would split the cell."""
+    if len(name) > KERNEL_NAME_CHARS:
+        name = name[: KERNEL_NAME_CHARS - 1] + "…"
+    return "`" + name.replace("`", "'").replace("|", "¦") + "`"
+
+
+def format_line_details(line: dict[str, Any], backend: str | None = None) -> str:
+    """Markdown for the hover of a profiled line: runs and host time, kernels (the top ones in
+    a table), copies, memsets, syncs, then the line's hints (the payload's `hints`)."""
+    hits, host_s = line.get("hits", 0), line.get("host_s", 0)
+    head = f"**gpulens profile** · line {line.get('line')}"
+    if backend:
+        head += f" · {_markdown_text(backend)} backend"
+    out = [head, "", f"- ran {_plural(hits, 'time')} · {short_seconds(host_s)} on the host"]
+    kernels = line.get("kernels") or {}
+    if kernels.get("count"):
+        out.append(
+            f"- {_plural(kernels['count'], 'kernel')} · "
+            f"{short_seconds(kernels.get('gpu_s', 0))} on the GPU"
+        )
+    for direction, block in (line.get("transfers") or {}).items():
+        if not block.get("count"):
+            continue
+        size, seconds = block.get("bytes", 0), block.get("s", 0)
+        text = (
+            f"- {_ARROWS.get(direction, '')} {_DIRECTIONS.get(direction, direction)}: "
+            f"{block['count']} cop{'y' if block['count'] == 1 else 'ies'} · "
+            f"{short_bytes(size)} · {short_seconds(seconds)}"
+        )
+        if size and seconds > 0:
+            text += f" · {size / seconds / 1e9:.1f} GB/s"
+        if block.get("pageable"):
+            text += f" · {block['pageable']} from pageable memory"
+        out.append(text)
+    memsets = line.get("memsets") or {}
+    if memsets.get("count"):
+        out.append(
+            f"- {_plural(memsets['count'], 'memset')} · {short_bytes(memsets.get('bytes', 0))} · "
+            f"{short_seconds(memsets.get('s', 0))}"
+        )
+    syncs = line.get("syncs") or {}
+    if syncs.get("count"):
+        out.append(
+            f"- ⏸ the host waited for the GPU {_plural(syncs['count'], 'time')} · "
+            f"{short_seconds(syncs.get('stall_s', 0))} stalled"
+        )
+    top = kernels.get("top") or []
+    if top:
+        out += ["", "| top kernels | launches | GPU time |", "|---|---:|---:|"]
+        out += [
+            f"| {_kernel_name(k['name'])} | {short_count(k['count'])} | "
+            f"{short_seconds(k['gpu_s'])} |"
+            for k in top
+        ]
+    hints = line.get("hints") or []
+    for hint in hints:
+        out += ["", f"💡 {_markdown_text(hint['message'])}"]
+    return "\n".join(out)
+
+
+def _run_name(payload: dict[str, Any]) -> str:
+    source = payload.get("source") or {}
+    name = str(source.get("path") or "the file").replace("\\", "/").rsplit("/", 1)[-1]
+    cell = source.get("cell")
+    if cell is None:
+        return name
+    return f"the code before the first cell of {name}" if cell == 0 else f"cell {cell} of {name}"
+
+
+def format_run_message(payload: dict[str, Any]) -> str | None:
+    """One sentence for the user when a profile did not run to the end (or ran nothing):
+    what happened and what to do. None for a run that went well."""
+    error = payload.get("error")
+    where = _run_name(payload)
+    ran = bool(payload.get("lines"))
+    shown = " The costs of the lines that ran are shown." if ran else ""
+    if not error:
+        if ran:
+            return None
+        return f"gpulens: {where} ran no code; put the cursor in a `# %%` cell with code."
+    kind, message = error.get("type", "Error"), str(error.get("message", "")).rstrip(". ")
+    at = f" at line {error['line']}" if error.get("line") else ""
+    if kind == "Timeout":
+        return f"gpulens: profiling {where} stopped: {message}.{shown}"
+    if kind == "Cancelled":
+        return f"gpulens: profiling {where} was cancelled.{shown}"
+    if kind in ("InterpreterError", "InterpreterExit", "SetupError", "RequestError"):
+        return f"gpulens: {where} was not profiled: {message}."
+    if kind == "SyntaxError":
+        return f"gpulens: {where} has a syntax error ({message}); fix it and profile again."
+    return f"gpulens: {where} raised {kind}{at}: {message}.{shown} Fix it and profile again."
