@@ -4,7 +4,7 @@ a way to report."""
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable
+import enum
 from dataclasses import dataclass, field
 
 from gpulens.analysis.config import Config
@@ -48,6 +48,16 @@ class Loop:
         return "the comprehension"
 
 
+class Condition(enum.Enum):
+    USES_GPU = "the file feeds a GPU"  # GPU005, GPU011
+    REDUCED_PRECISION = "the file computes in half precision"  # GPU010
+    MANY_HARD_CODED_DEVICES = "the file hard-codes the device often"  # GPU007
+
+
+# with no device variable, a file must hard-code the device this often before we suggest one
+MANY_HARD_CODED_DEVICES = 3
+
+
 @dataclass(slots=True)
 class ModuleFacts:
     """What the whole file does, for rules that decide at its end (GPU005, GPU010)."""
@@ -59,7 +69,6 @@ class ModuleFacts:
 
 class Context:
     __slots__ = (
-        "_deferred",
         "config",
         "evaluator",
         "facts",
@@ -67,6 +76,7 @@ class Context:
         "function",
         "imports",
         "loops",
+        "pending",
         "source",
         "statement",
         "statements",
@@ -86,7 +96,9 @@ class Context:
         # the statement list the current statement belongs to, and its index there
         self.statements: tuple[list[ast.stmt], int] | None = None
         self.function: ast.FunctionDef | ast.AsyncFunctionDef | None = None
-        self._deferred: list[Callable[[Context], None]] = []
+        # findings that stand only if the whole file bears them out (plain data, so that a
+        # function's results can be cached and replayed)
+        self.pending: list[tuple[Condition, Finding]] = []
 
     # -- values -------------------------------------------------------------------------
 
@@ -139,14 +151,19 @@ class Context:
         span = node if isinstance(node, Span) else self.source.span(node)
         self.findings.append(Finding(rule.code, rule.severity, message, span, fixes))
 
-    def at_end(self, callback: Callable[[Context], None]) -> None:
-        """Run ``callback`` once the whole file has been walked."""
-        self._deferred.append(callback)
+    def report_if(self, condition: Condition, findings: list[Finding]) -> None:
+        """Keep ``findings`` if ``condition`` holds once the whole file has been walked."""
+        self.pending.extend((condition, finding) for finding in findings)
 
     def finish(self) -> None:
-        for callback in self._deferred:
-            callback(self)
-        self._deferred.clear()
+        hard_coded = sum(c is Condition.MANY_HARD_CODED_DEVICES for c, _ in self.pending)
+        holds = {
+            Condition.USES_GPU: self.facts.uses_gpu,
+            Condition.REDUCED_PRECISION: self.facts.reduced_precision,
+            Condition.MANY_HARD_CODED_DEVICES: hard_coded >= MANY_HARD_CODED_DEVICES,
+        }
+        self.findings.extend(finding for condition, finding in self.pending if holds[condition])
+        self.pending.clear()
 
     # -- spelling -----------------------------------------------------------------------
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 
 from gpulens.analysis import frameworks as fw
-from gpulens.analysis.context import Context
+from gpulens.analysis.context import Condition, Context
 from gpulens.analysis.model import Finding, Fix, Severity
 from gpulens.analysis.rules.common import add_keyword, has_double_star, keyword, replace, shown
 from gpulens.analysis.rules.registry import checks, rule
@@ -72,7 +72,7 @@ def check_loader(node: ast.Call, ctx: Context) -> None:
     findings = [*_loader_findings(node, ctx), *_batch_size_findings(node, ctx)]
     if findings:
         # whether the loader feeds a GPU is known only once the whole file is read
-        ctx.at_end(lambda c: c.findings.extend(findings) if c.facts.uses_gpu else None)
+        ctx.report_if(Condition.USES_GPU, findings)
 
 
 def _loader_findings(node: ast.Call, ctx: Context) -> list[Finding]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 
 from gpulens.analysis import frameworks as fw
-from gpulens.analysis.context import Context
+from gpulens.analysis.context import Condition, Context
 from gpulens.analysis.model import Edit, Finding, Fix, Severity, Span
 from gpulens.analysis.rules.common import device_preamble, shown
 from gpulens.analysis.rules.registry import checks, rule
@@ -34,9 +34,6 @@ x = torch.zeros(8, 3, device=device)
 ```
 """,
 )
-
-# with no device variable, a file must hard-code the device this often before we suggest one
-SITES_WITHOUT_VARIABLE = 3
 
 
 @checks(ast.Call)
@@ -102,13 +99,4 @@ def _site(node: ast.expr, span: Span, spelled: object, ctx: Context) -> None:
         ctx.span(node),
         (Fix(f"Define `{name}` once and use it here", (preamble, Edit(span, spelled(name)))),),  # type: ignore[operator]
     )
-    sites: list[Finding] = ctx.scope.module().state.setdefault("hard-coded", [])  # type: ignore[assignment]
-    if not sites:
-        ctx.at_end(_report_if_many)
-    sites.append(finding)
-
-
-def _report_if_many(ctx: Context) -> None:
-    sites: list[Finding] = ctx.scope.module().state.get("hard-coded", [])  # type: ignore[assignment]
-    if len(sites) >= SITES_WITHOUT_VARIABLE:
-        ctx.findings.extend(sites)
+    ctx.report_if(Condition.MANY_HARD_CODED_DEVICES, [finding])

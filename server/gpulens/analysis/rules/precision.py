@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 
 from gpulens.analysis import frameworks as fw
-from gpulens.analysis.context import Context
+from gpulens.analysis.context import Condition, Context
 from gpulens.analysis.model import Edit, Finding, Fix, Severity
 from gpulens.analysis.rules.common import keyword
 from gpulens.analysis.rules.registry import checks, rule
@@ -88,4 +88,4 @@ def check_layer(node: ast.Call, ctx: Context) -> None:
             )
         )
     if findings:
-        ctx.at_end(lambda c: c.findings.extend(findings) if c.facts.reduced_precision else None)
+        ctx.report_if(Condition.REDUCED_PRECISION, findings)

@@ -1,0 +1,4 @@
+import torch
+
+model = Net().cuda()
+x = load().cuda()
