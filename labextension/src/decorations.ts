@@ -24,6 +24,8 @@ interface LineMark {
 }
 
 class CostWidget extends WidgetType {
+  private hover: HTMLElement | null = null;
+
   constructor(readonly mark: LineMark) {
     super();
   }
@@ -51,8 +53,23 @@ class CostWidget extends WidgetType {
       item.textContent = row;
       hover.appendChild(item);
     }
-    node.append(label, hover);
+    node.append(label);
+    // the hover lives in the page's body while shown: the notebook's scrolling and
+    // containment would clip it or shift a fixed position inside the editor
+    node.addEventListener('mouseenter', () => {
+      document.body.appendChild(hover);
+      const box = node.getBoundingClientRect();
+      const width = hover.offsetWidth;
+      hover.style.left = `${Math.max(4, Math.min(box.left, window.innerWidth - width - 8))}px`;
+      hover.style.top = `${box.bottom + 2}px`;
+    });
+    node.addEventListener('mouseleave', () => hover.remove());
+    this.hover = hover;
     return node;
+  }
+
+  override destroy(): void {
+    this.hover?.remove();
   }
 
   override ignoreEvent(): boolean {
