@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from lsprotocol import types
 
 from gpulens.analysis import Finding, Span
+from gpulens.lsp import profiling
 from gpulens.lsp.convert import LineIndex
 
 if TYPE_CHECKING:
@@ -54,6 +55,11 @@ def _markup_kind(ls: GpulensServer) -> types.MarkupKind:
 def register(server: GpulensServer) -> None:
     @server.feature(types.TEXT_DOCUMENT_HOVER)
     async def hover(ls: GpulensServer, params: types.HoverParams) -> types.Hover | None:
+        # pygls takes one handler per method: a profiled line's costs join the findings here
+        found = await findings_hover(ls, params)
+        return profiling.add_profile_hover(ls, params, found, _markup_kind(ls))
+
+    async def findings_hover(ls: GpulensServer, params: types.HoverParams) -> types.Hover | None:
         uri = params.text_document.uri
         result = await ls.diagnostics.current(uri)
         found = None if result is None else result.analysis_of(uri)

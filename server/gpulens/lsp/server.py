@@ -12,7 +12,16 @@ from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol, default_converter
 
 from gpulens import __version__
-from gpulens.lsp import code_actions, commands, diagnostics, hover, notebooks, settings, status
+from gpulens.lsp import (
+    code_actions,
+    commands,
+    diagnostics,
+    hover,
+    notebooks,
+    profiling,
+    settings,
+    status,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -88,6 +97,7 @@ def build_server() -> GpulensServer:
     hover.register(server)
     commands.register(server)
     status.register(server)
+    profiling.register(server)
 
     @server.feature(types.SHUTDOWN)
     def on_shutdown(ls: GpulensServer, params: None) -> None:
