@@ -1,8 +1,8 @@
 """Cell profiling through a real client: lenses, the commands, inlay hints, hover, edits,
 errors, timeout and both kinds of cancellation.
 
-The cells are plain Python, so the profiler's host backend runs them on any machine; one
-server serves the module (each test opens its own document), with a 2 s profile timeout.
+The cells are plain Python, so they run on any machine (on the host backend where no GPU one is
+installed); one server serves the module (each test opens its own document), with a 2 s timeout.
 """
 
 from __future__ import annotations
@@ -218,7 +218,8 @@ async def test_profile_returns_the_payload_and_draws_hints_then_edits_and_clear(
     tokens = set(client.progress_reports)
     payload = await profile(client, uri, TOTAL)
 
-    assert payload["schema"] == "gpulens.profile/1" and payload["backend"] == "host"
+    # plain Python: the host backend here; a machine with torch or cupti-python picks those
+    assert payload["schema"] == "gpulens.profile/1" and payload["backend"] != "none"
     assert payload["error"] is None
     assert payload["source"]["cell"] == 1
     hits = {line["line"]: line["hits"] for line in payload["lines"]}
