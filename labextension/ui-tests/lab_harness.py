@@ -13,6 +13,7 @@ import secrets
 import shutil
 import socket
 import subprocess
+import sys
 import time
 import urllib.error
 import urllib.request
@@ -23,8 +24,9 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
-LABEXT = REPO / "labextension"
-BUILT = REPO / "server" / "gpulens" / "labextension"
+sys.path.insert(0, str(REPO / "labextension"))
+from build_hook import ensure_built  # noqa: E402
+
 SHIPPED_SERVER_CONFIG = REPO / "jupyter-config" / "jupyter_server_config.d" / "gpulens.json"
 ARTIFACTS = REPO / "test-artifacts"
 CHROMIUM = "/usr/bin/chromium"
@@ -35,39 +37,11 @@ CHROMIUM_FLAGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
-# inputs of the build: a change to any of them makes the built extension stale
-BUILD_INPUTS = ["src", "schema", "style", "package.json", "package-lock.json", "build-labextension.cjs"]
-
-
-def newest_mtime(paths: list[Path]) -> float:
-    newest = 0.0
-    for path in paths:
-        files = path.rglob("*") if path.is_dir() else [path]
-        for file in files:
-            if file.is_file():
-                newest = max(newest, file.stat().st_mtime)
-    return newest
 
 
 def ensure_lab_build() -> Path:
     """The built extension, built first when missing or older than its sources."""
-    stamp = BUILT / "package.json"
-    inputs = [LABEXT / name for name in BUILD_INPUTS]
-    if stamp.exists() and stamp.stat().st_mtime >= newest_mtime(inputs):
-        return BUILT
-    npm = shutil.which("npm")
-    if npm is None:
-        raise RuntimeError("building the JupyterLab extension needs Node >= 20 and npm on PATH")
-    installed = LABEXT / "node_modules" / ".package-lock.json"
-    if (
-        not installed.exists()
-        or installed.stat().st_mtime < (LABEXT / "package-lock.json").stat().st_mtime
-    ):
-        subprocess.run(
-            [npm, "ci", "--workspaces=false", "--no-audit", "--no-fund"], cwd=LABEXT, check=True
-        )
-    subprocess.run([npm, "run", "build:prod"], cwd=LABEXT, check=True)
-    return BUILT
+    return ensure_built()
 
 
 def ensure_chromium() -> str:
@@ -105,9 +79,12 @@ class Lab:
 def write_notebook(path: Path, cells: list[str | dict[str, Any]]) -> Path:
     """A notebook of code cells (strings) or full cell dicts, with a python3 kernelspec."""
     nb_cells = []
-    for number, cell in enumerate(cells):
-        if isinstance(cell, str):
-            cell = {"cell_type": "code", "source": cell, "outputs": [], "execution_count": None}
+    for number, given in enumerate(cells):
+        cell = (
+            {"cell_type": "code", "source": given, "outputs": [], "execution_count": None}
+            if isinstance(given, str)
+            else given
+        )
         nb_cells.append({"id": f"cell-{number}", "metadata": {}, **cell})
     notebook = {
         "cells": nb_cells,

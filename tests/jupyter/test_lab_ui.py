@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "labextension" / "ui-tests"))
-from lab_harness import (  # noqa: E402
+from lab_harness import (
     ARTIFACTS,
     CHROMIUM_FLAGS,
     REPO,
@@ -51,7 +51,9 @@ raise ValueError("boom from the cell")"""
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     built = ensure_lab_build()
-    with running_lab(Path(sys.executable), tmp_path_factory.mktemp("lab"), labextension=built) as lab:
+    with running_lab(
+        Path(sys.executable), tmp_path_factory.mktemp("lab"), labextension=built
+    ) as lab:
         yield lab
 
 
@@ -109,9 +111,7 @@ def select_cell(page: Any, index: int) -> Any:
 def wait_for_run(target: Any) -> None:
     """Until the cell's prompt shows an execution count again."""
     target.locator(".jp-InputPrompt").filter(has_text=r"[*]").wait_for(state="detached")
-    target.locator(".jp-InputPrompt").filter(has_text="[").filter(
-        has_not_text="[ ]"
-    ).wait_for()
+    target.locator(".jp-InputPrompt").filter(has_text="[").filter(has_not_text="[ ]").wait_for()
 
 
 def cost_of_line(target: Any, line: int) -> Any:
@@ -283,13 +283,16 @@ def test_a_saved_gpu_profile_is_drawn_with_kernels_and_syncs(page: Any, lab: Lab
     cost.wait_for()
     assert f"{busiest['kernels']['count']} kernels" in cost.inner_text()
     code_line = payload["code"][busiest["line"] - first]
-    drawn_on = target.locator(".cm-line").filter(has=page.locator(f".gpulens-cost[data-line='{line}']"))
+    drawn_on = target.locator(".cm-line").filter(
+        has=page.locator(f".gpulens-cost[data-line='{line}']")
+    )
     assert code_line.strip() in drawn_on.inner_text()
     synced = [entry for entry in payload["lines"] if entry["syncs"]["count"]]
     for entry in synced:
-        assert f"{entry['syncs']['count']} syncs" in cost_of_line(
-            target, entry["line"] - first + 1
-        ).inner_text()
+        assert (
+            f"{entry['syncs']['count']} syncs"
+            in cost_of_line(target, entry["line"] - first + 1).inner_text()
+        )
     cost.hover()
     hover = page.locator("body > .gpulens-cost-hover")
     hover.wait_for(state="visible")
