@@ -5,7 +5,7 @@
 
 import * as vscode from 'vscode';
 import { codeCellStarts } from './core/cells';
-import { PROFILE_AT_COMMAND, SERVER_PROFILE_COMMAND } from './profiler';
+import { PROFILE_AT_COMMAND, SERVER_CLEAR_COMMAND, SERVER_PROFILE_COMMAND } from './profiler';
 import type { ServerSupervisor } from './server';
 import { readSettings } from './settings';
 
@@ -52,4 +52,13 @@ export function profileCommandArguments(command: string, args: unknown[]): [stri
   if (typeof first !== 'object' || first === null) return undefined;
   const { uri, line } = first as { uri?: unknown; line?: unknown };
   return typeof uri === 'string' && typeof line === 'number' ? [uri, line] : undefined;
+}
+
+/** The document of a server `gpulens.clearProfile {uri}`, whose tint the client clears too. */
+export function clearedDocument(command: string, args: unknown[]): string | undefined {
+  if (command !== SERVER_CLEAR_COMMAND) return undefined;
+  const first = args[0];
+  if (typeof first === 'string') return first;
+  const uri = typeof first === 'object' && first !== null ? (first as { uri?: unknown }).uri : undefined;
+  return typeof uri === 'string' ? uri : undefined;
 }

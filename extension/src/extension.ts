@@ -6,7 +6,7 @@
 
 import * as vscode from 'vscode';
 import type { Middleware } from 'vscode-languageclient/node';
-import { CellLensProvider, profileCommandArguments } from './cellLens';
+import { CellLensProvider, clearedDocument, profileCommandArguments } from './cellLens';
 import { registerEnvironmentCheck } from './doctor';
 import { createLogChannel, logChannel, traceInfo } from './logging';
 import { registerNotebookProfiling } from './notebook';
@@ -24,14 +24,17 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   traceInfo(`gpulens ${String(context.extension.packageJSON.version)} activating (workspace trusted: ${vscode.workspace.isTrusted})`);
 
   // the server's own profile command and lenses run through the client's profiler (progress, trust)
+  const view = new ProfileView();
   const middleware: Middleware = {
     executeCommand: (command, args, next) => {
       const routed = profileCommandArguments(command, args);
-      return routed ? vscode.commands.executeCommand(PROFILE_AT_COMMAND, ...routed) : next(command, args);
+      if (routed) return vscode.commands.executeCommand(PROFILE_AT_COMMAND, ...routed);
+      const cleared = clearedDocument(command, args);
+      if (cleared) view.clear(vscode.Uri.parse(cleared));
+      return next(command, args);
     },
   };
   server = new ServerSupervisor(middleware);
-  const view = new ProfileView();
   context.subscriptions.push(
     server,
     view,

@@ -6,6 +6,7 @@
  */
 
 import * as vscode from 'vscode';
+import { runMessage } from './core/lineFormat';
 import { parseProfile, PROFILE_MIME, profileSummary, type Profile } from './core/profile';
 import { logChannel, traceError, traceInfo } from './logging';
 import { profilingAllowed } from './profiler';
@@ -100,6 +101,8 @@ export function registerNotebookProfiling(view: ProfileView): vscode.Disposable 
         // under an added `%%gpulens` line the payload's line 2 is the cell's line 1
         view.show(cell.document.uri, 'notebook', result, byHand ? 0 : 1);
         if (result.output) logChannel().appendLine(result.output.trimEnd());
+        const message = runMessage(result);
+        if (message) void vscode.window.showWarningMessage(message);
         vscode.window.setStatusBarMessage(`$(pulse) gpulens: ${profileSummary(result)}`, 8_000);
       } catch (error) {
         if (error instanceof vscode.CancellationError) return;

@@ -5,25 +5,17 @@
  */
 
 import * as vscode from 'vscode';
-import {
-  editorLine,
-  HEAT_LEVELS,
-  heatAlpha,
-  heatBasis,
-  heatLevel,
-  lineHover,
-  lineLabel,
-  lineShares,
-  type Profile,
-} from './core/profile';
+import { lineCosts, lineDetails } from './core/lineFormat';
+import { editorLine, HEAT_LEVELS, heatAlpha, heatLevel, lineShares, type Profile } from './core/profile';
 
-export const CLEAR_COMMAND = 'gpulens.clearProfileResults';
 const CONTEXT_KEY = 'gpulens.hasProfileResults';
 
 interface Shown {
   profile: Profile;
   /** Lines to subtract from the payload's line numbers (1 for a cell run under an added `%%gpulens`). */
   offset: number;
+  /** False when the language server draws the text itself (inlay hints and hover): tint only. */
+  withText: boolean;
 }
 
 export class ProfileView implements vscode.Disposable {
@@ -59,17 +51,18 @@ export class ProfileView implements vscode.Disposable {
         this.results.delete(document.uri.toString());
         this.updateContext();
       }),
-      vscode.commands.registerCommand(CLEAR_COMMAND, (uri?: vscode.Uri) => {
-        const target = uri instanceof vscode.Uri ? uri : undefined;
-        this.clear(target);
-      }),
     );
   }
 
-  show(uri: vscode.Uri, key: string, profile: Profile, offset: number): void {
+  /** The documents that show results now. */
+  documents(): vscode.Uri[] {
+    return [...this.results.keys()].map((id) => vscode.Uri.parse(id));
+  }
+
+  show(uri: vscode.Uri, key: string, profile: Profile, offset: number, withText = true): void {
     const id = uri.toString();
     const shown = this.results.get(id) ?? new Map<string, Shown>();
-    shown.set(key, { profile, offset });
+    shown.set(key, { profile, offset, withText });
     this.results.set(id, shown);
     this.updateContext();
     for (const editor of vscode.window.visibleTextEditors) {
@@ -94,27 +87,28 @@ export class ProfileView implements vscode.Disposable {
   private render(editor: vscode.TextEditor): void {
     const byLevel: vscode.DecorationOptions[][] = this.heat.map(() => []);
     const shown = this.results.get(editor.document.uri.toString());
-    for (const { profile, offset } of shown?.values() ?? []) {
+    for (const { profile, offset, withText } of shown?.values() ?? []) {
       const shares = lineShares(profile);
-      const basis = heatBasis(profile);
       for (const line of profile.lines) {
         const at = editorLine(line.line, offset);
         if (at < 0 || at >= editor.document.lineCount) continue;
         const share = shares.get(line.line) ?? 0;
         const end = editor.document.lineAt(at).range.end;
-        const hover = new vscode.MarkdownString(lineHover(line, share, profile), true);
-        byLevel[heatLevel(share)].push({
-          range: new vscode.Range(at, 0, end.line, end.character),
-          hoverMessage: hover,
-          renderOptions: {
+        const decoration: vscode.DecorationOptions = { range: new vscode.Range(at, 0, end.line, end.character) };
+        if (withText) {
+          decoration.hoverMessage = new vscode.MarkdownString(
+            `${lineDetails(line, profile.backend)}\n\n${Math.round(share * 100)}% of the cell's time`,
+          );
+          decoration.renderOptions = {
             after: {
-              contentText: `  ${lineLabel(line, share, basis)}`,
-              color: new vscode.ThemeColor('editorCodeLens.foreground'),
-              fontStyle: 'italic',
+              contentText: lineCosts(line),
+              color: new vscode.ThemeColor('editorInlayHint.foreground'),
+              backgroundColor: new vscode.ThemeColor('editorInlayHint.background'),
               margin: '0 0 0 1.5em',
             },
-          },
-        });
+          };
+        }
+        byLevel[heatLevel(share)].push(decoration);
       }
     }
     this.heat.forEach((type, level) => editor.setDecorations(type, byLevel[level]));

@@ -9,6 +9,7 @@ import { spawn } from 'node:child_process';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { codeCellStarts } from './core/cells';
+import { runMessage } from './core/lineFormat';
 import { parseProfile, profileSummary, type Profile } from './core/profile';
 import { logChannel, traceError, traceInfo, traceWarn } from './logging';
 import type { ProfileView } from './profileView';
@@ -19,8 +20,11 @@ import { readSettings } from './settings';
 /** Internal: profile the cell holding a line; arguments `(uri: string, line: number)`, line 0-based. */
 export const PROFILE_AT_COMMAND = 'gpulens.profileCellAt';
 export const PROFILE_AT_CURSOR_COMMAND = 'gpulens.profileCellAtCursor';
+export const CLEAR_COMMAND = 'gpulens.clearProfileResults';
 /** The server's command (DESIGN.md): `{uri, line}` -> profile payload. */
 export const SERVER_PROFILE_COMMAND = 'gpulens.profileCell';
+/** The server's command (DESIGN.md): `{uri}` -> forget that document's profile. */
+export const SERVER_CLEAR_COMMAND = 'gpulens.clearProfile';
 
 export const UNTRUSTED_MESSAGE =
   'gpulens: profiling is off in an untrusted workspace, because it runs the workspace\'s code. Trust the folder to profile; findings and quick-fixes work without it.';
@@ -106,6 +110,7 @@ export class CellProfiler implements vscode.Disposable {
         }
         return this.profile(editor.document.uri, editor.selection.active.line);
       }),
+      vscode.commands.registerCommand(CLEAR_COMMAND, (uri?: unknown) => this.clear(uri instanceof vscode.Uri ? uri : undefined)),
     );
   }
 
@@ -127,20 +132,26 @@ export class CellProfiler implements vscode.Disposable {
     const cellNumber = starts.filter((start) => start <= line).length;
     const label = cellNumber > 0 ? `cell ${cellNumber}` : 'the preamble';
     this.running.add(key);
+    let cancelled = false;
     try {
-      const raw = await vscode.window.withProgress(
+      const { raw, viaServer } = await vscode.window.withProgress(
         {
           location: vscode.ProgressLocation.Notification,
           title: `gpulens: profiling ${label} of ${path.basename(document.fileName)}…`,
           cancellable: true,
         },
-        (_progress, token) => this.run(document, line, token),
+        (_progress, token) => {
+          token.onCancellationRequested(() => {
+            cancelled = true;
+          });
+          return this.run(document, line, token);
+        },
       );
       const parsed = parseProfile(raw);
       if (!parsed.ok) throw new CliError(parsed.error);
-      this.present(document, cellNumber, parsed.value);
+      this.present(document, cellNumber, parsed.value, viaServer);
     } catch (error) {
-      if (error instanceof vscode.CancellationError) {
+      if (cancelled || error instanceof vscode.CancellationError) {
         traceInfo(`profile of ${label} cancelled`);
         return;
       }
@@ -154,9 +165,14 @@ export class CellProfiler implements vscode.Disposable {
     }
   }
 
-  private async run(document: vscode.TextDocument, line: number, token: vscode.CancellationToken): Promise<unknown> {
+  private async run(
+    document: vscode.TextDocument,
+    line: number,
+    token: vscode.CancellationToken,
+  ): Promise<{ raw: unknown; viaServer: boolean }> {
     if (this.server.hasServerCommand(SERVER_PROFILE_COMMAND)) {
-      return this.server.executeServerCommand(SERVER_PROFILE_COMMAND, [{ uri: document.uri.toString(), line }], token);
+      const raw = await this.server.executeServerCommand(SERVER_PROFILE_COMMAND, [{ uri: document.uri.toString(), line }], token);
+      return { raw, viaServer: true };
     }
     const settings = readSettings(document.uri);
     const python = this.server.python ?? (await resolveInterpreter(document.uri)).command;
@@ -164,20 +180,37 @@ export class CellProfiler implements vscode.Disposable {
     args.push('--timeout', String(settings.profileTimeoutSeconds));
     if (settings.profilePython) args.push('--python', settings.profilePython);
     const folder = vscode.workspace.getWorkspaceFolder(document.uri)?.uri.fsPath ?? path.dirname(document.uri.fsPath);
-    return runCli(python, args, folder, token);
+    return { raw: await runCli(python, args, folder, token), viaServer: false };
   }
 
-  private present(document: vscode.TextDocument, cellNumber: number, profile: Profile): void {
-    this.view.show(document.uri, `cell:${profile.cell ?? cellNumber}`, profile, 0);
+  private present(document: vscode.TextDocument, cellNumber: number, profile: Profile, viaServer: boolean): void {
+    // the server draws the text as inlay hints with their hover; the client adds the heat tint
+    const withText = !(viaServer && this.server.hasInlayHints());
+    this.view.show(document.uri, `cell:${profile.cell ?? cellNumber}`, profile, 0, withText);
     if (profile.output) logChannel().appendLine(profile.output.trimEnd());
     for (const warning of profile.warnings) traceWarn(`profile: ${warning}`);
-    if (profile.error) {
-      const where = profile.error.line ? ` on line ${profile.error.line}` : '';
-      void vscode.window.showWarningMessage(
-        `gpulens: the cell raised ${profile.error.type}${where}: ${profile.error.message}. Costs up to there are shown.`,
-      );
+    const message = viaServer ? undefined : runMessage(profile); // the server says its own
+    if (message) {
+      const type = profile.error?.type;
+      if (type === 'Cancelled') void vscode.window.showInformationMessage(message);
+      else if (type === 'Timeout' || !profile.error) void vscode.window.showWarningMessage(message);
+      else void vscode.window.showErrorMessage(message);
     }
-    vscode.window.setStatusBarMessage(`$(pulse) gpulens: ${profileSummary(profile)}`, 8_000);
+    if (profile.lines.length > 0) vscode.window.setStatusBarMessage(`$(pulse) gpulens: ${profileSummary(profile)}`, 8_000);
+  }
+
+  /** Clears one document's results, or all: the tint here, the server's inlay hints there. */
+  private async clear(uri?: vscode.Uri): Promise<void> {
+    const documents = uri ? [uri] : this.view.documents();
+    this.view.clear(uri);
+    if (!this.server.hasServerCommand(SERVER_CLEAR_COMMAND)) return;
+    for (const document of documents) {
+      try {
+        await this.server.executeServerCommand(SERVER_CLEAR_COMMAND, [{ uri: document.toString() }]);
+      } catch (error) {
+        traceWarn(`${SERVER_CLEAR_COMMAND} failed for ${document.toString()}: ${String(error)}`);
+      }
+    }
   }
 
   dispose(): void {

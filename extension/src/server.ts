@@ -83,6 +83,10 @@ export class ServerSupervisor implements vscode.Disposable {
     return commands?.includes(command) ?? false;
   }
 
+  hasInlayHints(): boolean {
+    return Boolean(this.runningClient?.initializeResult?.capabilities.inlayHintProvider);
+  }
+
   hasCodeLenses(): boolean {
     return Boolean(this.runningClient?.initializeResult?.capabilities.codeLensProvider);
   }

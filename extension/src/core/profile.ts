@@ -4,8 +4,8 @@
  */
 
 import { amount, isObject, list, num, obj, str, type JsonObject } from './json';
+import { shortSeconds } from './lineFormat';
 import type { Parsed } from './status';
-import { escapeMarkdown } from './status';
 
 export const PROFILE_SCHEMA = 'gpulens.profile/1';
 export const PROFILE_MIME = 'application/vnd.gpulens.profile+json';
@@ -19,6 +19,7 @@ export interface Kernel {
 }
 
 export interface Transfer {
+  direction: 'htod' | 'dtoh' | 'dtod';
   count: number;
   bytes: number;
   s: number;
@@ -32,7 +33,9 @@ export interface LineCost {
   kernelCount: number;
   kernelS: number;
   topKernels: Kernel[];
-  transfers: Record<'htod' | 'dtoh' | 'dtod', Transfer>;
+  /** In the payload's order (host→device, device→host, device→device). */
+  transfers: Transfer[];
+  memsetBytes: number;
   memsetCount: number;
   memsetS: number;
   syncCount: number;
@@ -63,9 +66,9 @@ export interface Profile {
   code: string[];
 }
 
-function transfer(raw: unknown): Transfer {
+function transfer(direction: Transfer['direction'], raw: unknown): Transfer {
   const t = obj(raw);
-  return { count: amount(t.count), bytes: amount(t.bytes), s: amount(t.s), pageable: amount(t.pageable) };
+  return { direction, count: amount(t.count), bytes: amount(t.bytes), s: amount(t.s), pageable: amount(t.pageable) };
 }
 
 function parseLine(raw: JsonObject): LineCost | undefined {
@@ -84,8 +87,11 @@ function parseLine(raw: JsonObject): LineCost | undefined {
     topKernels: list(kernels.top)
       .filter(isObject)
       .map((k) => ({ name: str(k.name) ?? '?', count: amount(k.count), gpuS: amount(k.gpu_s) })),
-    transfers: { htod: transfer(transfers.htod), dtoh: transfer(transfers.dtoh), dtod: transfer(transfers.dtod) },
+    transfers: Object.keys(transfers)
+      .filter((d): d is Transfer['direction'] => d === 'htod' || d === 'dtoh' || d === 'dtod')
+      .map((d) => transfer(d, transfers[d])),
     memsetCount: amount(memsets.count),
+    memsetBytes: amount(memsets.bytes),
     memsetS: amount(memsets.s),
     syncCount: amount(syncs.count),
     stallS: amount(syncs.stall_s),
@@ -134,8 +140,7 @@ export function parseProfile(raw: unknown): Parsed<Profile> {
 
 /** Seconds the GPU spent on the line's work: kernels, copies, memsets. */
 export function deviceSeconds(line: LineCost): number {
-  const t = line.transfers;
-  return line.kernelS + t.htod.s + t.dtoh.s + t.dtod.s + line.memsetS;
+  return line.kernelS + line.transfers.reduce((sum, t) => sum + t.s, 0) + line.memsetS;
 }
 
 export type HeatBasis = 'gpu' | 'host';
@@ -172,85 +177,12 @@ export function heatAlpha(level: number): number {
   return Math.round((0.06 + (0.44 * (level - 1)) / (HEAT_LEVELS - 1)) * 100) / 100;
 }
 
-export function formatSeconds(s: number): string {
-  if (s >= 1) return `${s.toFixed(2)} s`;
-  if (s >= 1e-3) return `${(s * 1e3).toFixed(s >= 0.1 ? 0 : 1)} ms`;
-  if (s > 0) return `${Math.max(1, Math.round(s * 1e6))} µs`;
-  return '0';
-}
-
-export function formatBytes(n: number): string {
-  const units = ['B', 'KB', 'MB', 'GB', 'TB'];
-  let value = n;
-  for (const unit of units) {
-    if (value < 1000 || unit === 'TB') return unit === 'B' ? `${value.toFixed(0)} B` : `${value.toFixed(1)} ${unit}`;
-    value /= 1000;
-  }
-  return `${n} B`;
-}
-
-function count(n: number): string {
-  return n.toLocaleString('en-US');
-}
-
-const DIRECTIONS: Array<['htod' | 'dtoh' | 'dtod', string]> = [
-  ['htod', 'H→D'],
-  ['dtoh', 'D→H'],
-  ['dtod', 'D→D'],
-];
-
-/** The text drawn after a line, e.g. `42% · 1,400 kernels 8.7 ms · H→D 400.0 MB 62 ms · 200 syncs`. */
-export function lineLabel(line: LineCost, share: number, basis: HeatBasis): string {
-  const parts: string[] = [`${Math.round(share * 100)}%`];
-  if (line.kernelCount > 0) parts.push(`${count(line.kernelCount)} kernel${line.kernelCount === 1 ? '' : 's'} ${formatSeconds(line.kernelS)}`);
-  for (const [key, label] of DIRECTIONS) {
-    const t = line.transfers[key];
-    if (t.count > 0) parts.push(`${label} ${formatBytes(t.bytes)} ${formatSeconds(t.s)}${t.pageable > 0 ? ' pageable' : ''}`);
-  }
-  if (line.memsetCount > 0) parts.push(`${count(line.memsetCount)} memset ${formatSeconds(line.memsetS)}`);
-  if (line.syncCount > 0) parts.push(`${count(line.syncCount)} sync${line.syncCount === 1 ? '' : 's'} ${formatSeconds(line.stallS)} stalled`);
-  if (basis === 'host' || parts.length === 1) parts.push(`host ${formatSeconds(line.hostS)}`);
-  if (line.hits > 1) parts.push(`×${count(line.hits)}`);
-  return parts.join(' · ');
-}
-
-/** The hover of a profiled line: its numbers, top kernels and hints (markdown). */
-export function lineHover(line: LineCost, share: number, profile: Profile): string {
-  const basis = heatBasis(profile);
-  const out: string[] = [
-    `**gpulens profile** · line ${line.line} · ${Math.round(share * 100)}% of the cell's ${basis === 'gpu' ? 'GPU' : 'host'} time · backend ${escapeMarkdown(profile.backend)}`,
-    '',
-    `- runs: ${count(line.hits)} · host ${formatSeconds(line.hostS)}`,
-  ];
-  if (line.kernelCount > 0) out.push(`- kernels: ${count(line.kernelCount)} · ${formatSeconds(line.kernelS)} on the GPU`);
-  for (const [key, label] of DIRECTIONS) {
-    const t = line.transfers[key];
-    if (t.count > 0) {
-      out.push(`- ${label}: ${count(t.count)} cop${t.count === 1 ? 'y' : 'ies'} · ${formatBytes(t.bytes)} · ${formatSeconds(t.s)}${t.pageable > 0 ? ` · ${count(t.pageable)} from pageable memory` : ''}`);
-    }
-  }
-  if (line.memsetCount > 0) out.push(`- memsets: ${count(line.memsetCount)} · ${formatSeconds(line.memsetS)}`);
-  if (line.syncCount > 0) out.push(`- syncs: ${count(line.syncCount)} · host stalled ${formatSeconds(line.stallS)}`);
-  if (line.topKernels.length > 0) {
-    out.push('', '| top kernels | calls | GPU time |', '|---|---:|---:|');
-    for (const k of line.topKernels.slice(0, 5)) {
-      const name = k.name.length > 80 ? `${k.name.slice(0, 77)}…` : k.name;
-      out.push(`| \`${name.replace(/[`|]/g, ' ')}\` | ${count(k.count)} | ${formatSeconds(k.gpuS)} |`);
-    }
-  }
-  if (line.hints.length > 0) {
-    out.push('');
-    for (const hint of line.hints) out.push(`$(lightbulb) ${escapeMarkdown(hint)}`);
-  }
-  return out.join('\n');
-}
-
 /** One line for the notification when the profile is done. */
 export function profileSummary(profile: Profile): string {
   const where = profile.cell !== undefined ? `cell ${profile.cell}` : 'cell';
   const gpu = profile.lines.reduce((sum, l) => sum + deviceSeconds(l), 0);
-  const parts = [`${where}: ${formatSeconds(profile.wallS)} wall`];
-  if (gpu > 0) parts.push(`${formatSeconds(gpu)} on the GPU`);
+  const parts = [`${where}: ${shortSeconds(profile.wallS)} wall`];
+  if (gpu > 0) parts.push(`${shortSeconds(gpu)} on the GPU`);
   parts.push(`backend ${profile.backend}`);
   return parts.join(' · ');
 }

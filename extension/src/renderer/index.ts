@@ -4,16 +4,8 @@
  */
 
 import type { ActivationFunction } from 'vscode-notebook-renderer';
-import {
-  formatSeconds,
-  heatAlpha,
-  heatBasis,
-  heatLevel,
-  lineLabel,
-  lineShares,
-  parseProfile,
-  profileSummary,
-} from '../core/profile';
+import { lineCosts, runMessage, shortSeconds } from '../core/lineFormat';
+import { heatAlpha, heatLevel, lineShares, parseProfile, profileSummary } from '../core/profile';
 
 function cell(row: HTMLTableRowElement, text: string, className?: string): void {
   const td = row.insertCell();
@@ -45,17 +37,15 @@ export const activate: ActivationFunction = () => ({
     }
     const profile = parsed.value;
     root.append(Object.assign(document.createElement('div'), { className: 'summary', textContent: `gpulens profile · ${profileSummary(profile)}` }));
-    if (profile.error) {
-      root.append(Object.assign(document.createElement('div'), { className: 'warning', textContent: `raised ${profile.error.type}: ${profile.error.message}` }));
-    }
+    const message = runMessage(profile);
+    if (message) root.append(Object.assign(document.createElement('div'), { className: 'warning', textContent: message }));
     const shares = lineShares(profile);
-    const basis = heatBasis(profile);
     const byLine = new Map(profile.lines.map((l) => [l.line, l]));
     const first = profile.firstLine ?? 1;
     const numbers = profile.code.length > 0 ? profile.code.map((_, i) => first + i) : [...byLine.keys()].sort((a, b) => a - b);
     const table = document.createElement('table');
     const head = table.createTHead().insertRow();
-    for (const title of ['line', 'host', 'GPU', 'costs', 'source']) {
+    for (const title of ['line', 'share', 'host', 'costs', 'source']) {
       const th = document.createElement('th');
       th.textContent = title;
       head.append(th);
@@ -68,9 +58,9 @@ export const activate: ActivationFunction = () => ({
       const alpha = heatAlpha(heatLevel(share));
       if (alpha > 0) row.style.background = `rgba(255, 90, 31, ${alpha})`;
       cell(row, String(number), 'num');
-      cell(row, line ? formatSeconds(line.hostS) : '', 'num');
-      cell(row, line && line.kernelS > 0 ? formatSeconds(line.kernelS) : '', 'num');
-      cell(row, line ? lineLabel(line, share, basis) : '');
+      cell(row, line ? `${Math.round(share * 100)}%` : '', 'num');
+      cell(row, line ? shortSeconds(line.hostS) : '', 'num');
+      cell(row, line ? lineCosts(line) : '');
       cell(row, (profile.code[number - first] ?? '').replace(/\n$/, ''), 'code');
     }
     root.append(table);

@@ -4,15 +4,12 @@ import { describe, expect, it } from 'vitest';
 import {
   deviceSeconds,
   editorLine,
-  formatBytes,
-  formatSeconds,
   HEAT_LEVELS,
   heatAlpha,
   heatBasis,
   heatLevel,
-  lineHover,
-  lineLabel,
   lineShares,
+  profileSummary,
   parseProfile,
   type Profile,
 } from '../../src/core/profile';
@@ -68,53 +65,6 @@ describe('heat scale', () => {
   });
 });
 
-describe('labels and hovers', () => {
-  it('labels a GPU line with kernels and its share', () => {
-    const profile = parsed(fixture('profile-train_step.json'));
-    const line = profile.lines.find((l) => l.line === 4);
-    if (!line) throw new Error('line 4 missing');
-    const label = lineLabel(line, 0.42, 'gpu');
-    expect(label).toMatch(/^42% · 240 kernels \d/);
-    expect(label).not.toContain('host');
-  });
-
-  it('labels a host line with its host time and runs', () => {
-    const profile = parsed(fixture('profile-host.json'));
-    const line = profile.lines.find((l) => l.line === 11);
-    if (!line) throw new Error('line 11 missing');
-    expect(lineLabel(line, 0.6, 'host')).toMatch(/^60% · host \d+(\.\d)? ms · ×60,000$/);
-  });
-
-  it('shows copies with direction, size and pageable memory', () => {
-    const profile = parsed(fixture('profile-big_copies.json'));
-    const labels = profile.lines.map((l) => lineLabel(l, 0.1, 'gpu')).join('\n');
-    expect(labels).toMatch(/H→D 400\.0 MB \d+ ms pageable/);
-    expect(labels).toMatch(/D→H 400\.0 MB/);
-  });
-
-  it('puts the top kernels and the hints in the hover', () => {
-    const profile = parsed(fixture('profile-train_step.json'));
-    const line = profile.lines.find((l) => l.line === 6);
-    if (!line) throw new Error('line 6 missing');
-    const hover = lineHover(line, 0, profile);
-    expect(hover).toContain('syncs: 20');
-    expect(hover).toContain('GPU001');
-    const forward = profile.lines.find((l) => l.line === 3);
-    if (!forward) throw new Error('line 3 missing');
-    expect(lineHover(forward, 0.5, profile)).toMatch(/\| top kernels \| calls \| GPU time \|[\s\S]*\| `[^`]+` \| \d+ \|/);
-  });
-
-  it('formats durations and sizes', () => {
-    expect(formatSeconds(0)).toBe('0');
-    expect(formatSeconds(2.2e-6)).toBe('2 µs');
-    expect(formatSeconds(0.0087)).toBe('8.7 ms');
-    expect(formatSeconds(0.21)).toBe('210 ms');
-    expect(formatSeconds(1.5)).toBe('1.50 s');
-    expect(formatBytes(4)).toBe('4 B');
-    expect(formatBytes(400_000_000)).toBe('400.0 MB');
-  });
-});
-
 describe('parsing', () => {
   it('ignores unknown fields (the fixtures carry one) and keeps the lines', () => {
     const profile = parsed(fixture('profile-train_step.json'));
@@ -139,6 +89,10 @@ describe('parsing', () => {
   it('refuses another major schema', () => {
     expect(parseProfile({ schema: 'gpulens.profile/2' }).ok).toBe(false);
     expect(parseProfile('x').ok).toBe(false);
+  });
+
+  it('sums up a run in one line', () => {
+    expect(profileSummary(parsed(fixture('profile-train_step.json')))).toMatch(/^cell: \S+ (ms|s) wall · \S+ (ms|µs) on the GPU · backend cupti$/);
   });
 
   it('maps payload lines onto editor lines, with the added %%gpulens line', () => {
