@@ -170,7 +170,12 @@ def bench_lsp_idle(seconds: float, interval: float, bare: bool, settle: float) -
             "params": {"settings": {"gpulens": {"statusIntervalSeconds": interval}}},
         }
     )
-    time.sleep(settle)  # start-up and the one framework probe are not idle time
+    # start-up and the one framework probe are not idle time: wait for the probe's result
+    # (a loaded machine can take longer than any fixed settle time), then settle
+    deadline = time.monotonic() + 60
+    while counts.get("last_state") != "ready" and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(settle)
     own0, kids0 = _cpu_seconds(server.pid)
     seen0 = counts["status"]
     wall0 = time.monotonic()

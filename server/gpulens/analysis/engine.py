@@ -6,10 +6,14 @@ import gc
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from gpulens.analysis.config import DEFAULT_CONFIG, Config, is_suppressed, suppressions
 from gpulens.analysis.model import Finding
-from gpulens.analysis.source import SourceText, SyntaxProblem, parse_tolerant
+from gpulens.analysis.source import SourceText, SyntaxProblem
+
+if TYPE_CHECKING:
+    from gpulens.analysis.incremental import BlockParser, FunctionMemo
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,14 +37,25 @@ def _collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-def analyze(text: str, config: Config = DEFAULT_CONFIG) -> Analysis:
-    """Find GPU pitfalls in ``text``. Never raises for any string."""
+def analyze(
+    text: str,
+    config: Config = DEFAULT_CONFIG,
+    *,
+    blocks: BlockParser | None = None,
+    memo: FunctionMemo | None = None,
+) -> Analysis:
+    """Find GPU pitfalls in ``text``. Never raises for any string.
+
+    ``blocks`` and ``memo`` carry what earlier versions of the same document computed
+    (`DocumentAnalyzer` holds them); the result is the same with or without them.
+    """
+    from gpulens.analysis.incremental import BlockParser
     from gpulens.analysis.walker import walk_module
 
     source = SourceText(text)
     with _collector_paused():
-        tree, problem = parse_tolerant(text)
-        findings, notes = walk_module(tree, source, config)
+        tree, problem = (blocks or BlockParser()).parse(text)
+        findings, notes = walk_module(tree, source, config, memo)
     table = suppressions(source.lines)
     kept = [f for f in findings if config.enabled(f.code) and not is_suppressed(f, table)]
     kept = [

@@ -9,6 +9,7 @@ from dataclasses import replace
 
 from gpulens.analysis.config import DEFAULT_CONFIG, Config
 from gpulens.analysis.engine import Analysis, analyze
+from gpulens.analysis.incremental import DocumentAnalyzer
 from gpulens.analysis.model import Edit, Finding, Fix, Span
 
 # cell magics whose body is Python: the magic line is blanked and the body analysed
@@ -28,15 +29,20 @@ def python_view(cell: str) -> str:
     return "\n".join("" if _LINE_MAGIC.match(line) else line for line in lines)
 
 
-def analyze_cells(cells: Sequence[str], config: Config = DEFAULT_CONFIG) -> list[Analysis]:
-    """One Analysis per cell, positions relative to the cell (line 0 = the cell's first line)."""
+def analyze_cells(
+    cells: Sequence[str], config: Config = DEFAULT_CONFIG, analyzer: DocumentAnalyzer | None = None
+) -> list[Analysis]:
+    """One Analysis per cell, positions relative to the cell (line 0 = the cell's first line).
+
+    ``analyzer`` carries what earlier versions of the same notebook computed."""
     views = [python_view(cell) for cell in cells]
     starts: list[int] = []
     line = 0
     for view in views:
         starts.append(line)
         line += view.count("\n") + 1
-    whole = analyze("\n".join(views), config)
+    program = "\n".join(views)
+    whole = analyzer.analyze(program, config) if analyzer is not None else analyze(program, config)
     per_cell: list[list[Finding]] = [[] for _ in cells]
     for finding in whole.findings:
         index = _cell_of(starts, finding.span.line)

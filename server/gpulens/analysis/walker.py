@@ -18,6 +18,13 @@ from gpulens.analysis import rules as _rules  # noqa: F401  (registers every rul
 from gpulens.analysis.config import Config
 from gpulens.analysis.context import Context, Loop
 from gpulens.analysis.guards import leaves_loop, runs_once_per_period
+from gpulens.analysis.incremental import (
+    FunctionMemo,
+    FunctionResult,
+    _fingerprint,
+    shift_finding,
+    within,
+)
 from gpulens.analysis.model import Finding
 from gpulens.analysis.rules.registry import CHECKS
 from gpulens.analysis.source import SourceText
@@ -37,17 +44,17 @@ class _CallSites:
 
 
 def walk_module(
-    tree: ast.Module, source: SourceText, config: Config
+    tree: ast.Module, source: SourceText, config: Config, memo: FunctionMemo | None = None
 ) -> tuple[list[Finding], list[str]]:
     ctx = Context(source, config, tree)
-    walker = _Walker(ctx)
+    walker = _Walker(ctx, memo)
     notes: list[str] = []
     try:
         walker.scope_body(tree.body)
     except RecursionError:
         # a pathological expression: walk what we can, one top-level statement at a time
         ctx = Context(source, config, tree)
-        walker = _Walker(ctx)
+        walker = _Walker(ctx, None)
         for statement in tree.body:
             try:
                 walker.scope_body([statement])
@@ -57,12 +64,28 @@ def walk_module(
     return ctx.findings, notes
 
 
+@dataclass(slots=True)
+class _Recording:
+    """What walking one function body adds to the file's results, as it happens."""
+
+    findings: int  # len(ctx.findings) at the start
+    pending: int
+    uses_gpu: bool
+    reduced_precision: bool
+    self_bindings: dict[str, Value | None]
+    calls: list[tuple[str, tuple[tuple[int | str, Value | None], ...], str | None]] = field(
+        default_factory=list
+    )
+
+
 class _Walker:
-    def __init__(self, ctx: Context) -> None:
+    def __init__(self, ctx: Context, memo: FunctionMemo | None) -> None:
         self.ctx = ctx
         self.evaluator = ctx.evaluator
+        self.memo = memo
         self.call_sites: defaultdict[str, _CallSites] = defaultdict(_CallSites)
         self._pending: list[list[tuple[Function, Scope, bool]]] = []
+        self._recordings: list[_Recording] = []
 
     # -- scopes -------------------------------------------------------------------------
 
@@ -81,9 +104,107 @@ class _Walker:
             self.function_body(function, scope, is_method)
 
     def function_body(self, function: Function, enclosing: Scope, is_method: bool) -> None:
+        sites = self.call_sites.get(("self." if is_method else "") + function.name)
+        if self.memo is None:
+            self.walk_function(function, enclosing, is_method, sites)
+            return
+        key = self.memo_key(function, enclosing, is_method, sites)
+        first = function.lineno - 1
+        cached = self.memo.results.get(key)
+        if cached is not None:
+            self.memo.used.add(key)
+            self.replay(cached, first, enclosing)
+            return
+        recording = _Recording(
+            len(self.ctx.findings),
+            len(self.ctx.pending),
+            self.ctx.facts.uses_gpu,
+            self.ctx.facts.reduced_precision,
+            _self_bindings(enclosing),
+        )
+        self._recordings.append(recording)
+        try:
+            self.walk_function(function, enclosing, is_method, sites)
+        finally:
+            self._recordings.pop()
+        result = self.result_of(
+            recording, first, (function.end_lineno or function.lineno) - 1, enclosing
+        )
+        if result is not None:
+            self.memo.results[key] = result
+            self.memo.used.add(key)
+
+    def memo_key(
+        self, function: Function, enclosing: Scope, is_method: bool, sites: _CallSites | None
+    ) -> tuple[object, ...]:
+        """Everything a function body's walk reads from outside the body."""
+        assert self.memo is not None
+        lines = self.ctx.source.lines
+        text = "".join(lines[function.lineno - 1 : function.end_lineno])
+        names = self.memo.names_in(text, function)
+        scope_values = tuple(_fingerprint(enclosing.lookup(name)) for name in names)
+        devices: list[str] = []
+        scope: Scope | None = enclosing
+        while scope is not None:  # GPU007 looks for any device variable in scope
+            devices.extend(
+                n for n, v in scope.bindings.items() if v is not None and v.kind is Kind.DEVICE
+            )
+            scope = scope.parent
+        passed = None
+        if sites is not None:
+            passed = (
+                tuple(sorted((str(k), _fingerprint(v)) for k, v in sites.arguments.items())),
+                sites.hot_call,
+            )
+        return (
+            text,
+            is_method,
+            scope_values,
+            tuple(sorted(devices)),
+            tuple(sorted((k, _fingerprint(v)) for k, v in _self_bindings(enclosing).items())),
+            passed,
+            tuple(sorted(self.ctx.imports.aliases.items())),
+            frozenset(self.evaluator.module_classes),
+        )
+
+    def result_of(
+        self, recording: _Recording, first: int, last: int, enclosing: Scope
+    ) -> FunctionResult | None:
+        ctx = self.ctx
+        findings = ctx.findings[recording.findings :]
+        pending = ctx.pending[recording.pending :]
+        # a fix that edits outside the function (a line after the imports) cannot move with it
+        if not all(within(f, first, last) for f in [*findings, *(f for _, f in pending)]):
+            return None
+        after = _self_bindings(enclosing)
+        return FunctionResult(
+            [shift_finding(f, -first) for f in findings],
+            [(c, shift_finding(f, -first)) for c, f in pending],
+            list(recording.calls),
+            ctx.facts.uses_gpu and not recording.uses_gpu,
+            ctx.facts.reduced_precision and not recording.reduced_precision,
+            {k: v for k, v in after.items() if recording.self_bindings.get(k, ...) is not v},
+        )
+
+    def replay(self, result: FunctionResult, first: int, enclosing: Scope) -> None:
+        ctx = self.ctx
+        ctx.findings.extend(shift_finding(f, first) for f in result.findings)
+        ctx.pending.extend((c, shift_finding(f, first)) for c, f in result.pending)
+        for recording in self._recordings:  # an enclosing function being recorded
+            recording.calls.extend(result.calls)
+        for name, arguments, hot_call in result.calls:
+            self.merge_call(name, arguments, hot_call)
+        ctx.facts.uses_gpu |= result.uses_gpu
+        ctx.facts.reduced_precision |= result.reduced_precision
+        for name, value in result.self_bindings.items():
+            enclosing.bind(name, value)
+        self.evaluator.invalidate()
+
+    def walk_function(
+        self, function: Function, enclosing: Scope, is_method: bool, sites: _CallSites | None
+    ) -> None:
         ctx = self.ctx
         scope = Scope("function", function.name, enclosing)
-        sites = self.call_sites.get(("self." if is_method else "") + function.name)
         positional = [a.arg for a in (*function.args.posonlyargs, *function.args.args)]
         if is_method and positional:
             positional = positional[1:]
@@ -465,22 +586,30 @@ class _Walker:
         callee = self.evaluator.scope.lookup(name) if "." not in name else None
         if "." not in name and (callee is None or callee.kind is not Kind.FUNCTION):
             return
-        sites = self.call_sites[name]
+        arguments: list[tuple[int | str, Value | None]] = []
         for index, argument in enumerate(node.args):
             if isinstance(argument, ast.Starred):
                 break
-            sites.arguments[index] = merge(
-                sites.arguments.get(index), self.evaluator.value(argument)
-            )
+            arguments.append((index, self.evaluator.value(argument)))
         for keyword in node.keywords:
             if keyword.arg is not None:
-                sites.arguments[keyword.arg] = merge(
-                    sites.arguments.get(keyword.arg), self.evaluator.value(keyword.value)
-                )
+                arguments.append((keyword.arg, self.evaluator.value(keyword.value)))
         loop = self.ctx.hot_loop
-        if loop is not None and sites.hot_call is None:
-            short = name.removeprefix("self.")
-            sites.hot_call = f"the loop that calls {short}()"
+        hot_call = None
+        if loop is not None:
+            hot_call = f"the loop that calls {name.removeprefix('self.')}()"
+        for recording in self._recordings:
+            recording.calls.append((name, tuple(arguments), hot_call))
+        self.merge_call(name, tuple(arguments), hot_call)
+
+    def merge_call(
+        self, name: str, arguments: tuple[tuple[int | str, Value | None], ...], hot_call: str | None
+    ) -> None:
+        sites = self.call_sites[name]
+        for key, value in arguments:
+            sites.arguments[key] = merge(sites.arguments.get(key), value)
+        if sites.hot_call is None:
+            sites.hot_call = hot_call
 
 
 def _expression_fields(node_type: type[ast.AST]) -> tuple[str, ...]:
@@ -497,6 +626,13 @@ _EXPRESSION_FIELDS: dict[type[ast.AST], tuple[str, ...]] = {
     for node_type in (getattr(ast, name) for name in dir(ast))
     if isinstance(node_type, type) and issubclass(node_type, ast.expr)
 }
+
+
+def _self_bindings(scope: Scope) -> dict[str, Value | None]:
+    """The `self.x` attributes a class's methods have set (held by the class scope)."""
+    if scope.kind != "class":
+        return {}
+    return {k: v for k, v in scope.bindings.items() if k.startswith("self.")}
 
 
 def _has_loop(body: list[ast.stmt]) -> bool:

@@ -19,6 +19,7 @@ from pygls.workspace.position_codec import PositionCodec
 
 from gpulens.analysis import Analysis, Edit, Finding, Span
 from gpulens.analysis.edits import apply_edits, first_safe_fix, fix_all_edits
+from gpulens.analysis.incremental import DocumentAnalyzer
 from gpulens.lsp.convert import (
     SOURCE,
     LineIndex,
@@ -200,6 +201,7 @@ def fixed_text(snapshot: Snapshot, position: int, first: Analysis) -> str:
     """The text after applying the first safe fix of every finding until nothing changes."""
     text = snapshot.texts[position]
     analysis: Analysis | None = first
+    analyzer = DocumentAnalyzer()  # each round's text differs from the last in a few lines
     for _ in range(MAX_FIX_ALL_ROUNDS):
         if analysis is None:
             break
@@ -207,7 +209,7 @@ def fixed_text(snapshot: Snapshot, position: int, first: Analysis) -> str:
         if new_text == text:
             break
         text = new_text
-        analyses = analyse(snapshot.with_text(position, text))
+        analyses = analyse(snapshot.with_text(position, text), analyzer)
         analysis = None if analyses is None else analyses[position]
     return text
 

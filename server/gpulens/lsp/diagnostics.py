@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 from lsprotocol import types
 
 from gpulens.analysis import Analysis
+from gpulens.analysis.incremental import DocumentAnalyzer
 from gpulens.lsp.convert import LineIndex, finding_to_diagnostic
 from gpulens.lsp.documents import (
     MAX_ANALYSED_CHARS,
@@ -76,6 +77,8 @@ class DiagnosticsScheduler:
         self._results: dict[str, Result] = {}
         self._published_cells: dict[str, set[str]] = {}
         self._too_large_reported: set[str] = set()
+        # per open document: the parse and function results of its earlier versions
+        self._analyzers: dict[str, DocumentAnalyzer] = {}
 
     def schedule(self, uri: str, delay_s: float | None = None) -> None:
         """Analyse ``uri`` (or the notebook holding it) after the debounce delay."""
@@ -130,8 +133,9 @@ class DiagnosticsScheduler:
         self._running[snapshot.target] = (snapshot, future)
         try:
             try:
+                analyzer = self._analyzers.setdefault(snapshot.target, DocumentAnalyzer())
                 analyses = await asyncio.get_running_loop().run_in_executor(
-                    self.pool, analyse, snapshot
+                    self.pool, analyse, snapshot, analyzer
                 )
             except Exception:
                 # a bug in a rule costs this text its findings, never the session
@@ -207,6 +211,7 @@ class DiagnosticsScheduler:
         if timer is not None:
             timer.cancel()
         self._results.pop(target, None)
+        self._analyzers.pop(target, None)
         self._too_large_reported.discard(target)
         for uri in {*uris, *self._published_cells.pop(target, set())}:
             self.clear(uri)

@@ -12,7 +12,8 @@ from urllib.parse import unquote
 
 from lsprotocol import types
 
-from gpulens.analysis import Analysis, Config, analyze, analyze_cells
+from gpulens.analysis import Analysis, Config, analyze_cells
+from gpulens.analysis.incremental import DocumentAnalyzer
 
 if TYPE_CHECKING:
     from pygls.workspace import TextDocument
@@ -62,16 +63,17 @@ class Snapshot:
         )
 
 
-def analyse(snapshot: Snapshot) -> list[Analysis] | None:
+def analyse(snapshot: Snapshot, analyzer: DocumentAnalyzer) -> list[Analysis] | None:
     """One Analysis per text of ``snapshot``; None when it is too large to analyse.
 
-    Pure: runs in a worker thread.
+    Runs in a worker thread; ``analyzer`` reuses what the document's earlier versions
+    computed, and gives what a fresh analysis would.
     """
     if snapshot.size > MAX_ANALYSED_CHARS:
         return None
     if snapshot.is_notebook:
-        return analyze_cells(list(snapshot.texts), snapshot.config)
-    return [analyze(snapshot.texts[0], snapshot.config)]
+        return analyze_cells(list(snapshot.texts), snapshot.config, analyzer)
+    return [analyzer.analyze(snapshot.texts[0], snapshot.config)]
 
 
 def open_document(ls: GpulensServer, uri: str) -> TextDocument | None:

@@ -1,4 +1,5 @@
-"""The idle-CPU benchmark runs (short window) and the poller keeps its budget while idle."""
+"""The idle-CPU benchmark runs (short window): the interval setting reaches the poller, and
+the frameworks are probed once, not again on every poll."""
 
 from __future__ import annotations
 
@@ -34,6 +35,5 @@ def test_lsp_idle_benchmark_counts_notifications_and_cpu() -> None:
     result = json.loads(done.stdout)
     # 3 s at 0.5 s: about 6 notifications, so the interval setting reached the poller
     assert 4 <= result["notifications"] <= 8, result
-    # generous bound for a shared CI machine; the 60 s run is the measurement
-    assert result["cpu_pct_of_core"] < 5, result
+    # the CPU figure is the benchmark's to report (60 s run), not a unit test's to assert
     assert result["children_cpu_s_in_window"] == 0, "frameworks were probed again while idle"

@@ -1,0 +1,228 @@
+"""Analysing successive versions of one document, reusing what did not change.
+
+An editor sends a new version on every keystroke, and most of the file is the same as
+before. Two things are kept between versions:
+
+- the parse of each top-level block (a `def`, a `class`, a statement at column 0), keyed by
+  its text; an unchanged block that moved is shifted, not parsed again;
+- the findings of each function body, keyed by its text and by everything its walk reads
+  from outside (the values of the names it uses, what the file passes it, the imports).
+
+The result is always what `analyze()` gives for the same text: the tests compare the two
+over random edit sequences.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import threading
+import warnings
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
+
+from gpulens.analysis.config import Config
+from gpulens.analysis.model import Edit, Finding, Fix, Span
+from gpulens.analysis.source import SyntaxProblem, parse_tolerant, split_lines
+from gpulens.analysis.symbols import Value
+
+if TYPE_CHECKING:
+    from gpulens.analysis.context import Condition
+    from gpulens.analysis.engine import Analysis
+
+# a line at column 0 that continues the statement above rather than starting one
+_CONTINUES = re.compile(r"(else|elif|except|finally)\b|[)\]}]")
+_TRIPLE_QUOTE = re.compile(r"\"\"\"|'''")
+# a block that does not parse may be a wrong split (a call's arguments at column 0): it
+# is tried with up to this many of the blocks after it before it counts as broken
+MAX_MERGE = 8
+
+
+def block_starts(lines: list[str]) -> list[int]:
+    """Lines where a top-level statement (with its decorators) starts; the first is 0."""
+    starts = [0]
+    decorating = False  # the current block so far holds only decorators
+    in_string = False  # inside a triple-quoted string (a rough count; merging repairs misses)
+    for index, line in enumerate(lines):
+        quotes = len(_TRIPLE_QUOTE.findall(line)) if ('"""' in line or "'''" in line) else 0
+        was_in_string = in_string
+        if quotes % 2:
+            in_string = not in_string
+        if was_in_string or not line or line[0] in " \t\r\n#" or _CONTINUES.match(line):
+            continue
+        if decorating:
+            decorating = line.startswith("@")
+            continue
+        if index:
+            starts.append(index)
+        decorating = line.startswith("@")
+    return starts
+
+
+@dataclass(slots=True)
+class _Block:
+    tree: ast.Module
+    offset: int  # the line its tree's line numbers currently start at
+    problem: SyntaxProblem | None  # relative to the block's first line
+
+
+class BlockParser:
+    """Parses a document one top-level block at a time.
+
+    A syntax error costs only its own block (repaired the tolerant way), and a block whose
+    text is unchanged since the last version is not parsed again, only moved.
+    """
+
+    def __init__(self) -> None:
+        # (block text, its occurrence among equal blocks) -> its parse
+        self._blocks: dict[tuple[str, int], _Block] = {}
+
+    def parse(self, text: str) -> tuple[ast.Module, SyntaxProblem | None]:
+        lines = split_lines(text)
+        starts = block_starts(lines)
+        starts.append(len(lines))
+        kept: dict[tuple[str, int], _Block] = {}
+        seen: dict[str, int] = {}
+        body: list[ast.stmt] = []
+        problem: SyntaxProblem | None = None
+        first = 0
+        while first < len(starts) - 1:
+            block, after = self._block(lines, starts, first, seen, kept)
+            if block.offset != starts[first]:
+                ast.increment_lineno(block.tree, starts[first] - block.offset)
+                block.offset = starts[first]
+            body.extend(block.tree.body)
+            if problem is None and block.problem is not None:
+                problem = replace(block.problem, line=block.problem.line + block.offset)
+            first = after
+        self._blocks = kept
+        return ast.Module(body=body, type_ignores=[]), problem
+
+    def _block(
+        self,
+        lines: list[str],
+        starts: list[int],
+        first: int,
+        seen: dict[str, int],
+        kept: dict[tuple[str, int], _Block],
+    ) -> tuple[_Block, int]:
+        """The parse of the block starting at ``starts[first]``, and the index after it."""
+        last = min(first + 1 + MAX_MERGE, len(starts) - 1)
+        for after in range(first + 1, last + 1):
+            chunk = "".join(lines[starts[first] : starts[after]])
+            key = (chunk, seen.get(chunk, 0))
+            block = self._blocks.get(key) or kept.get(key)
+            if block is None or block.problem is not None:
+                tree = _parse_strict(chunk)
+                if tree is None:
+                    continue  # perhaps a wrong split: try with the next block
+                block = _Block(tree, 0, None)
+            seen[chunk] = key[1] + 1  # equal blocks are different trees at different lines
+            kept[key] = block
+            return block, after
+        # a real syntax error: repair this block alone
+        chunk = "".join(lines[starts[first] : starts[first + 1]])
+        key = (chunk, seen.get(chunk, 0))
+        seen[chunk] = key[1] + 1
+        block = self._blocks.get(key)
+        if block is None:
+            tree, problem = parse_tolerant(chunk)
+            block = _Block(tree, 0, problem)
+        kept[key] = block
+        return block, first + 1
+
+
+def _parse_strict(text: str) -> ast.Module | None:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return ast.parse(text)
+    except (SyntaxError, RecursionError, MemoryError, ValueError):
+        return None
+
+
+def _fingerprint(value: Value | None) -> tuple[object, ...] | None:
+    return None if value is None else (value.kind, value.lib, value.exact)
+
+
+@dataclass(slots=True)
+class FunctionResult:
+    """What walking one function body added, with lines relative to its `def` line."""
+
+    findings: list[Finding]
+    pending: list[tuple[Condition, Finding]]
+    calls: list[tuple[str, tuple[tuple[int | str, Value | None], ...], str | None]]
+    uses_gpu: bool
+    reduced_precision: bool
+    self_bindings: dict[str, Value | None] = field(default_factory=dict)
+
+
+class FunctionMemo:
+    """Function-body results of the previous versions of a document."""
+
+    def __init__(self) -> None:
+        self.results: dict[tuple[object, ...], FunctionResult] = {}
+        self.names: dict[str, tuple[str, ...]] = {}  # function text -> names it mentions
+        self.used: set[tuple[object, ...]] = set()
+
+    def names_in(self, text: str, function: ast.AST) -> tuple[str, ...]:
+        names = self.names.get(text)
+        if names is None:
+            names = self.names[text] = tuple(
+                sorted({n.id for n in ast.walk(function) if isinstance(n, ast.Name)})
+            )
+        return names
+
+    def forget_unused(self) -> None:
+        """Drop what the last version did not use, so memory follows the document."""
+        self.results = {k: v for k, v in self.results.items() if k in self.used}
+        self.used = set()
+
+
+def shift_finding(finding: Finding, delta: int) -> Finding:
+    if not delta:
+        return finding
+    return replace(
+        finding,
+        span=_shift(finding.span, delta),
+        fixes=tuple(
+            Fix(
+                fix.title,
+                tuple(Edit(_shift(e.span, delta), e.new_text) for e in fix.edits),
+                fix.safe,
+            )
+            for fix in finding.fixes
+        ),
+    )
+
+
+def _shift(span: Span, delta: int) -> Span:
+    return Span(span.line + delta, span.column, span.end_line + delta, span.end_column)
+
+
+def within(finding: Finding, first: int, last: int) -> bool:
+    """The finding and all its edits lie on lines first..last (a result that can move)."""
+    spans = [finding.span, *(e.span for fix in finding.fixes for e in fix.edits)]
+    return all(first <= s.line and s.end_line <= last for s in spans)
+
+
+class DocumentAnalyzer:
+    """`analyze()` for one document across its versions. Safe to call from several threads
+    (calls for one document take turns)."""
+
+    def __init__(self) -> None:
+        self.blocks = BlockParser()
+        self.memo = FunctionMemo()
+        self._config: Config | None = None
+        self._lock = threading.Lock()
+
+    def analyze(self, text: str, config: Config) -> Analysis:
+        from gpulens.analysis.engine import analyze
+
+        with self._lock:
+            if config != self._config:
+                self.memo = FunctionMemo()
+                self._config = config
+            result = analyze(text, config, blocks=self.blocks, memo=self.memo)
+            self.memo.forget_unused()
+            return result
