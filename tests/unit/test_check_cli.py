@@ -60,7 +60,7 @@ def write(path: Path, text: str) -> Path:
     return path
 
 
-def stand_in_walk(tree: ast.Module, source, config) -> tuple[list[Finding], list[str]]:  # type: ignore[no-untyped-def]
+def stand_in_walk(tree: ast.Module, source, config, memo=None) -> tuple[list[Finding], list[str]]:  # type: ignore[no-untyped-def]
     """GPU001 (warning) on every `.item()`, its fix deletes the call; GPU007 (info, no fix)
     on every `.cuda()`. Enough to drive every path of the command."""
     findings: list[Finding] = []
@@ -370,7 +370,7 @@ def test_fix_refuses_an_edit_that_breaks_the_file(
 ) -> None:
     from gpulens.analysis import walker
 
-    def breaking_walk(tree, source, config):  # type: ignore[no-untyped-def]
+    def breaking_walk(tree, source, config, memo=None):  # type: ignore[no-untyped-def]
         if not any(isinstance(n, ast.Call) for n in ast.walk(tree)):
             return [], []
         edit = Edit(source.span(tree.body[0]), "def (:")
