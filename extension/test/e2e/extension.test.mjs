@@ -4,13 +4,14 @@
 // folder, findings still show and profiling says why it is off.
 
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import {
   applyEdits,
   cliFindings,
   editorTexts,
+  fixFile,
   log,
   openFile,
   PYTHON,
@@ -140,6 +141,43 @@ describe('trusted folder', () => {
   });
 });
 
+describe('trusted folder, server crash', () => {
+  // its own VS Code, so a crash cannot disturb the checks above
+  let vscode;
+  before(async () => {
+    vscode = await startVSCode(entry, {
+      name: 'crash',
+      settings: { ...BASE_SETTINGS, 'security.workspace.trust.enabled': false },
+      files: { 'train_pitfalls.py': PITFALLS },
+    });
+  });
+  after(async () => {
+    await vscode?.close();
+  });
+
+  it('shows a crashed server and restarts it; findings come back', async () => {
+    const { page } = vscode;
+    await openFile(page, 'train_pitfalls.py');
+    await page.locator('.statusbar-item', { hasText: 'CPU only' }).waitFor({ timeout: 45_000 });
+    const [pid, ...more] = vscode.processes('-m gpulens serve');
+    assert.ok(pid && more.length === 0, `one language server runs: ${[pid, ...more]}`);
+    process.kill(pid, 'SIGKILL');
+    const toast = page.locator('.notifications-toasts .notification-toast', { hasText: 'gpulens language server stopped' });
+    await toast.waitFor();
+    log('crash shown');
+    await page.locator('.statusbar-item', { hasText: 'CPU only' }).waitFor({ timeout: 30_000 });
+    let restarted = [];
+    for (let i = 0; i < 50 && restarted.length === 0; i += 1) {
+      await page.waitForTimeout(200);
+      restarted = vscode.processes('-m gpulens serve');
+    }
+    assert.equal(restarted.length, 1);
+    assert.notEqual(restarted[0], pid);
+    await problem(page, 'GPU001');
+    log('server restarted');
+  });
+});
+
 describe('untrusted folder', () => {
   let vscode;
   before(async () => {
@@ -150,6 +188,7 @@ describe('untrusted folder', () => {
         'security.workspace.trust.enabled': true,
         'security.workspace.trust.startupPrompt': 'never',
         'security.workspace.trust.emptyWindow': false,
+        '[python]': { 'editor.codeActionsOnSave': { 'source.fixAll.gpulens': 'explicit' } },
       },
       files: { 'train_pitfalls.py': PITFALLS, 'cells.py': CELLS },
     });
@@ -163,6 +202,33 @@ describe('untrusted folder', () => {
     await openFile(page, 'train_pitfalls.py');
     await problem(page, 'GPU001');
     log('untrusted: GPU001 shown');
+  });
+
+  it('fixes all on save with source.fixAll.gpulens, as `gpulens check --fix` does', async () => {
+    const { page, folder } = vscode;
+    const file = join(folder, 'train_pitfalls.py');
+    const original = readFileSync(file, 'utf8');
+    const fixedCopy = join(folder, '..', 'fixed-by-cli.py');
+    writeFileSync(fixedCopy, original);
+    fixFile(fixedCopy);
+    const codes = (path) => cliFindings(path).map((f) => f.code).sort();
+    const expected = codes(fixedCopy);
+    assert.ok(codes(file).length > expected.length, 'the CLI fixes some findings');
+
+    await openFile(page, 'train_pitfalls.py');
+    await page.locator('.editor-instance .monaco-editor textarea').first().focus();
+    await page.keyboard.press('Control+End');
+    await page.keyboard.press('Enter'); // an edit, so the save is a real one
+    await page.keyboard.press('Control+S');
+    let saved = original;
+    for (let i = 0; i < 50 && saved === original; i += 1) {
+      await page.waitForTimeout(200);
+      saved = readFileSync(file, 'utf8');
+    }
+    assert.notEqual(saved, original);
+    assert.deepEqual(codes(file), expected);
+    assert.ok(!saved.includes('loss.item()'), 'GPU001 was fixed on save');
+    log(`fix-all on save left ${JSON.stringify(expected)}`);
   });
 
   it('does not profile, and says why', async () => {

@@ -3,7 +3,7 @@
 // through playwright-core. Nothing is downloaded at test time but what setup.sh caches.
 
 import { execFileSync, spawn } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
@@ -115,6 +115,22 @@ export async function startVSCode(entry, { name, settings, files }) {
     page,
     folder,
     output: () => output,
+    /** Pids of this VS Code's processes whose command line holds `pattern`. */
+    processes(pattern) {
+      const found = [];
+      for (const entry of readdirSync('/proc')) {
+        if (!/^\d+$/.test(entry)) continue;
+        try {
+          const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+          const group = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[2]);
+          const command = readFileSync(`/proc/${entry}/cmdline`, 'utf8').replace(/\0/g, ' ');
+          if (group === server.pid && command.includes(pattern)) found.push(Number(entry));
+        } catch {
+          // gone while we looked
+        }
+      }
+      return found;
+    },
     async close() {
       await browser.close().catch(() => {});
       try {
@@ -186,6 +202,15 @@ export function cliFindings(file) {
   } catch (error) {
     if (error.status === 1) return JSON.parse(error.stdout);
     throw error;
+  }
+}
+
+/** `gpulens check --fix FILE`: the CLI's own fix-all, to compare the editor's with. */
+export function fixFile(file) {
+  try {
+    execFileSync(PYTHON, ['-m', 'gpulens', 'check', '--fix', file], { stdio: 'ignore' });
+  } catch (error) {
+    if (error.status !== 1) throw error;
   }
 }
 
