@@ -80,6 +80,11 @@ def split_lines(text: str) -> list[str]:
     return _LINE.findall(text)
 
 
+def source_lines(text: str) -> list[str]:
+    """The lines of ``text`` without their endings, numbered as Python numbers them."""
+    return [line.rstrip("\r\n") for line in split_lines(text)]
+
+
 def _blank_line(lines: list[str], index: int) -> None:
     """Turn a line into ``pass`` at its indentation, so the block around it stays valid."""
     line = lines[index]

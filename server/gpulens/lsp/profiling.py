@@ -35,7 +35,6 @@ import uuid
 import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import unquote
 
@@ -45,6 +44,7 @@ from pygls.uris import to_fs_path
 from pygls.workspace import TextDocument
 from pygls.workspace.position_codec import PositionCodec
 
+from gpulens.analysis.source import source_lines
 from gpulens.lsp.convert import LineIndex
 from gpulens.lsp.documents import notebook_of, open_document
 from gpulens.lsp.settings import plain
@@ -67,8 +67,6 @@ logger = logging.getLogger(__name__)
 
 PROFILE_CELL = "gpulens.profileCell"
 CLEAR_PROFILE = "gpulens.clearProfile"
-# what the runner starts; how a stop finds the subprocess (the runner keeps its handle)
-CHILD_MODULE = "gpulens.profiler.child"
 # after a cancelled progress interrupts the cell, how long it may take to write what ran
 INTERRUPT_GRACE_S = 3.0
 # a stop that has not seen the subprocess end by then gives up (the runner's timeout remains)
@@ -111,7 +109,8 @@ def has_code(cell: Cell) -> bool:
     """Whether a cell holds something to run (not only its marker, comments, blank lines)."""
     if cell.markdown:
         return False
-    body = cell.source.splitlines()[1:] if cell.index else cell.source.splitlines()
+    lines = source_lines(cell.source)
+    body = lines[1:] if cell.index else lines
     return any(line.strip() and not line.lstrip().startswith("#") for line in body)
 
 
@@ -141,6 +140,15 @@ class ProfileState:
     documents: dict[str, DocumentProfile] = field(default_factory=dict)
     # one profile at a time: concurrent ones would count each other's GPU work
     running: asyncio.Lock = field(default_factory=asyncio.Lock)
+    # the running profile's subprocess, handed over by the runner as soon as it starts
+    process: subprocess.Popen[bytes] | None = None
+
+    def running_pids(self) -> list[int]:
+        process = self.process
+        return [process.pid] if process is not None and process.poll() is None else []
+
+    def started(self, process: subprocess.Popen[bytes]) -> None:
+        self.process = process
 
 
 _STATES: weakref.WeakKeyDictionary[Any, ProfileState] = weakref.WeakKeyDictionary()
@@ -162,52 +170,18 @@ def _key(uri: str) -> str:
 # --- the subprocess -----------------------------------------------------------------------------
 
 
-def profile_processes() -> list[int]:
-    """Process ids of this server's profile subprocesses (each leads its own process group)."""
-    me = os.getpid()
-    found: list[int] = []
-    proc = Path("/proc")
-    if proc.is_dir():
-        for entry in proc.iterdir():
-            if not entry.name.isdigit():
-                continue
-            try:
-                stat = (entry / "stat").read_text()
-                parent = int(stat.rsplit(")", 1)[1].split()[1])
-                if parent == me and CHILD_MODULE.encode() in (entry / "cmdline").read_bytes():
-                    found.append(int(entry.name))
-            except (OSError, ValueError, IndexError):
-                continue  # ended while we looked, or not ours to read
-        return found
-    try:  # macOS and other Unixes without /proc
-        listing = subprocess.run(
-            ["ps", "-A", "-o", "pid=,ppid=,command="],
-            capture_output=True,
-            text=True,
-            timeout=5,
-            check=False,
-        ).stdout
-    except (OSError, subprocess.SubprocessError):
-        return found
-    for row in listing.splitlines():
-        pid, parent, *command = row.split(None, 2)
-        if parent == str(me) and command and CHILD_MODULE in command[0]:
-            found.append(int(pid))
-    return found
-
-
 def _signal_group(pid: int, number: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, number)  # the runner starts each child in a session of its own
 
 
-def kill_profiles() -> None:
+def kill_profiles(state: ProfileState) -> None:
     if hasattr(os, "killpg"):
-        for pid in profile_processes():
+        for pid in state.running_pids():
             _signal_group(pid, signal.SIGKILL)
 
 
-async def stop_profile(worker: asyncio.Future[Any], graceful: bool) -> None:
+async def stop_profile(state: ProfileState, worker: asyncio.Future[Any], graceful: bool) -> None:
     """End the running profile's subprocess and wait for the runner to return.
 
     `graceful`: interrupt first (the cell stops where it is and the lines that ran are
@@ -222,7 +196,7 @@ async def stop_profile(worker: asyncio.Future[Any], graceful: bool) -> None:
     interrupted: set[int] = set()
     while not worker.done() and loop.time() - started < STOP_GIVE_UP_S:
         kill = not graceful or loop.time() - started >= INTERRUPT_GRACE_S
-        for pid in profile_processes():
+        for pid in state.running_pids():
             if kill:
                 _signal_group(pid, signal.SIGKILL)
             elif pid not in interrupted:
@@ -241,7 +215,7 @@ class ProfileRequest:
     label: str  # "cell 2 of train.py", for the progress title
 
 
-def _run(request: ProfileRequest) -> dict[str, Any]:
+def _run(request: ProfileRequest, state: ProfileState) -> dict[str, Any]:
     """The runner, with a request it cannot run (no such line, unreadable file) as a payload."""
     try:
         return run_profile(
@@ -250,6 +224,7 @@ def _run(request: ProfileRequest) -> dict[str, Any]:
             line=request.line + 1,
             python=request.python,
             timeout=request.timeout_s,
+            on_start=state.started,
         )
     except ProfileRequestError as error:
         source = {"path": request.path, "cell": None, "first_line": request.line + 1}
@@ -405,15 +380,15 @@ async def _profile(ls: Any, state: ProfileState, request: ProfileRequest) -> dic
             progress.report("waiting for the profile already running")
         async with state.running:
             started = time.monotonic()
-            worker = asyncio.ensure_future(asyncio.to_thread(_run, request))
+            worker = asyncio.ensure_future(asyncio.to_thread(_run, request, state))
             try:
                 cancelled = await _wait(worker, progress, started)
             except asyncio.CancelledError:
                 # the request was cancelled: nobody wants the figures, stop at once
-                await stop_profile(worker, graceful=False)
+                await stop_profile(state, worker, graceful=False)
                 raise
             if cancelled:
-                await stop_profile(worker, graceful=True)
+                await stop_profile(state, worker, graceful=True)
             payload: dict[str, Any] = await worker
             if cancelled:
                 error = payload.get("error") or {}
@@ -618,4 +593,4 @@ def register(server: GpulensServer) -> None:
     _chain_builtin(server, types.TEXT_DOCUMENT_DID_CLOSE, before=before_close)
     # a profile still running at shutdown would keep the server's process alive until its
     # timeout: the runner's thread is waited for at exit
-    _chain_builtin(server, types.SHUTDOWN, before=lambda *_: kill_profiles())
+    _chain_builtin(server, types.SHUTDOWN, before=lambda *_: kill_profiles(state))

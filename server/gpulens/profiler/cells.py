@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from gpulens.analysis.source import source_lines, split_lines
+
 # VS Code / Jupytext / Spyder cell markers: "# %%", "#%%", "# %% [markdown]", "# In[3]:"
 _MARKER = re.compile(r"^\s*#\s*(%%|In\[\s*\d*\s*\]:)")
 _MARKDOWN = re.compile(r"^\s*#\s*%%.*\[(markdown|md)\]", re.IGNORECASE)
@@ -26,7 +28,7 @@ def split_cells(text: str) -> list[Cell]:
 
     A cell's range starts at its marker line, so the marker (a comment) keeps its real line.
     """
-    lines = text.splitlines(keepends=True)
+    lines = split_lines(text)
     starts = [i for i, line in enumerate(lines) if _MARKER.match(line)]
     bounds = [0, *starts, len(lines)]
     cells: list[Cell] = []
@@ -43,7 +45,7 @@ def split_cells(text: str) -> list[Cell]:
 
 def last_line_of(first_line: int, source: str) -> int:
     """The last 1-based line a chunk starting at `first_line` covers."""
-    return first_line + max(len(source.splitlines()) - 1, 0)
+    return first_line + max(len(source_lines(source)) - 1, 0)
 
 
 def cell_at_line(cells: list[Cell], line: int) -> Cell | None:

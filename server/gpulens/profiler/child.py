@@ -17,6 +17,8 @@ import sys
 import time
 from typing import Any
 
+from gpulens.analysis.source import source_lines
+
 
 def compile_chunk(source: str, path: str, first_line: int) -> Any:
     """Compiled with blank lines ahead, so tracebacks and events carry the file's lines."""
@@ -37,7 +39,7 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
         "first_line": target["first_line"],
         "last_line": last_line_of(target["first_line"], target["source"]),
     }
-    code_lines = target["source"].splitlines()
+    code_lines = source_lines(target["source"])
     sys.argv = [path, *job.get("args", [])]
     sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
     namespace: dict[str, Any] = {"__name__": "__main__", "__file__": path, "__builtins__": builtins}

@@ -15,10 +15,11 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from gpulens.analysis.source import source_lines
 from gpulens.profiler.cells import Cell, cell_at_line, cell_by_number, last_line_of, split_cells
 from gpulens.profiler.report import failed_payload
 
@@ -44,6 +45,7 @@ def plan_job(
     line: int | None = None,
     args: Sequence[str] = (),
     backend: str = "auto",
+    on_start: Callable[[subprocess.Popen[bytes]], None] | None = None,
 ) -> dict[str, Any]:
     """The child's job: setup chunks (preamble, cells before) and the target chunk."""
     if cell is None and line is None:
@@ -89,9 +91,15 @@ def _tail(data: bytes) -> str:
 
 
 def run_job(
-    job: dict[str, Any], python: str | None = None, timeout: float | None = None
+    job: dict[str, Any],
+    python: str | None = None,
+    timeout: float | None = None,
+    on_start: Callable[[subprocess.Popen[bytes]], None] | None = None,
 ) -> dict[str, Any]:
-    """Runs a planned job in a subprocess; always returns a payload."""
+    """Runs a planned job in a subprocess; always returns a payload.
+
+    ``on_start`` receives the subprocess (the leader of its own process group) as soon as
+    it runs, so a caller can interrupt or kill it from another thread."""
     python = python or sys.executable
     timeout = DEFAULT_TIMEOUT_S if timeout is None else timeout
     source = {
@@ -100,7 +108,7 @@ def run_job(
         "first_line": job["target"]["first_line"],
         "last_line": last_line_of(job["target"]["first_line"], job["target"]["source"]),
     }
-    code = job["target"]["source"].splitlines()
+    code = source_lines(job["target"]["source"])
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [_server_root(), env.get("PYTHONPATH")]))
     env.setdefault("PYTHONUNBUFFERED", "1")
@@ -126,6 +134,8 @@ def run_job(
                 "InterpreterError",
                 code=code,
             )
+        if on_start is not None:
+            on_start(process)
         timed_out = False
         try:
             output, _ = process.communicate(timeout=timeout)
@@ -191,6 +201,7 @@ def run_profile(
     timeout: float | None = None,
     args: Sequence[str] = (),
     backend: str = "auto",
+    on_start: Callable[[subprocess.Popen[bytes]], None] | None = None,
 ) -> dict[str, Any]:
     """Profiles `path` (or the cell `cell` / the cell holding `line`) in a subprocess.
 
@@ -204,7 +215,7 @@ def run_profile(
             raise ProfileRequestError(f"cannot read {path}: {error.strerror or error}") from error
     job = plan_job(os.path.abspath(path), text, cell=cell, line=line, args=args, backend=backend)
     job["path"] = os.path.abspath(path)
-    payload = run_job(job, python=python, timeout=timeout)
+    payload = run_job(job, python=python, timeout=timeout, on_start=on_start)
     payload["source"]["path"] = path
     return payload
 

@@ -40,3 +40,12 @@ def test_file_starting_with_a_marker_has_an_empty_preamble() -> None:
     cells = split_cells("# %%\na = 1\n")
     assert cells[0].source == "" and cells[0].last_line == 0
     assert cells[1].first_line == 1
+
+
+def test_form_feed_does_not_shift_cell_lines() -> None:
+    from gpulens.profiler.cells import split_cells
+
+    text = "import os\n# %%\nx = 1\x0c\ny = 2\n# %%\nz = 3\n"
+    cells = split_cells(text)
+    # the form feed is no line end for Python: the second marker stands on line 5
+    assert [(c.index, c.first_line) for c in cells] == [(0, 1), (1, 2), (2, 5)]
