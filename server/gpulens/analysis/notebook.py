@@ -9,8 +9,8 @@ from dataclasses import replace
 
 from gpulens.analysis.config import DEFAULT_CONFIG, Config
 from gpulens.analysis.engine import Analysis, analyze
-from gpulens.analysis.incremental import DocumentAnalyzer
-from gpulens.analysis.model import Edit, Finding, Fix, Span
+from gpulens.analysis.incremental import DocumentAnalyzer, shift_finding
+from gpulens.analysis.model import Finding
 
 # cell magics whose body is Python: the magic line is blanked and the body analysed
 _PYTHON_CELL_MAGICS = {"time", "timeit", "capture", "gpulens", "prun", "debug", "memit"}
@@ -75,20 +75,13 @@ def _cell_of(starts: list[int], line: int) -> int:
     return low
 
 
-def _shift_span(span: Span, delta: int) -> Span:
-    return Span(span.line + delta, span.column, span.end_line + delta, span.end_column)
-
-
 def _shift(finding: Finding, delta: int, last_line: int) -> Finding:
+    moved = shift_finding(finding, delta)
+    # a fix that edits another cell (an import in the first cell, say) is left out: the
+    # client applies edits to this cell's text alone
     fixes = tuple(
-        Fix(
-            fix.title,
-            tuple(Edit(_shift_span(e.span, delta), e.new_text) for e in fix.edits),
-            fix.safe,
-        )
-        for fix in finding.fixes
-        # a fix that edits another cell (an import in the first cell, say) is left out: the
-        # client applies edits to this cell's text alone
-        if all(e.span.line + delta >= 0 and e.span.end_line + delta <= last_line for e in fix.edits)
+        fix
+        for fix in moved.fixes
+        if all(e.span.line >= 0 and e.span.end_line <= last_line for e in fix.edits)
     )
-    return replace(finding, span=_shift_span(finding.span, delta), fixes=fixes)
+    return replace(moved, fixes=fixes)
