@@ -95,3 +95,15 @@ def test_bad_configuration_says_what_is_wrong(table: dict[str, object]) -> None:
 def test_codes_parse_from_a_comma_list() -> None:
     assert parse_codes("gpu001, GPU004", "--select") == frozenset({"GPU001", "GPU004"})
     assert parse_codes("ALL", "--select") is None
+
+
+def test_a_fix_after_a_loop_that_ends_a_cell_stays_in_that_cell() -> None:
+    from gpulens.analysis.edits import apply_edits
+
+    loop = LOOP.rstrip("\n")  # as editors store a cell: no final newline
+    (_, cell, _) = analyze_cells([SETUP, loop, "print(total)"])
+    (finding,) = cell.findings
+    (fix,) = finding.fixes
+    fixed = apply_edits(loop, fix.edits)
+    assert fixed.splitlines()[-1] == "total = float(total)  # one sync, after the loop"
+    assert ".detach()" in fixed

@@ -147,8 +147,9 @@ def _fingerprint(value: Value | None) -> tuple[object, ...] | None:
 
 @dataclass(slots=True)
 class FunctionResult:
-    """What walking one function body added, with lines relative to its `def` line."""
+    """What walking one function body added; lines as they were when `def` stood at `first`."""
 
+    first: int
     findings: list[Finding]
     pending: list[tuple[Condition, Finding]]
     calls: list[tuple[str, tuple[tuple[int | str, Value | None], ...], str | None]]

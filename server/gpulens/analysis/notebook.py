@@ -10,7 +10,7 @@ from dataclasses import replace
 from gpulens.analysis.config import DEFAULT_CONFIG, Config
 from gpulens.analysis.engine import Analysis, analyze
 from gpulens.analysis.incremental import DocumentAnalyzer, shift_finding
-from gpulens.analysis.model import Finding
+from gpulens.analysis.model import Edit, Finding, Fix, Span
 
 # cell magics whose body is Python: the magic line is blanked and the body analysed
 _PYTHON_CELL_MAGICS = {"time", "timeit", "capture", "gpulens", "prun", "debug", "memit"}
@@ -49,7 +49,7 @@ def analyze_cells(
         offset = starts[index]
         if finding.span.end_line - offset > views[index].count("\n"):
             continue  # spans two cells: cannot be drawn in either
-        per_cell[index].append(_shift(finding, -offset, views[index].count("\n")))
+        per_cell[index].append(_shift(finding, -offset, views[index]))
     problem_cell = (
         None if whole.syntax_problem is None else _cell_of(starts, whole.syntax_problem.line)
     )
@@ -75,13 +75,29 @@ def _cell_of(starts: list[int], line: int) -> int:
     return low
 
 
-def _shift(finding: Finding, delta: int, last_line: int) -> Finding:
+def _shift(finding: Finding, delta: int, cell: str) -> Finding:
     moved = shift_finding(finding, delta)
-    # a fix that edits another cell (an import in the first cell, say) is left out: the
-    # client applies edits to this cell's text alone
-    fixes = tuple(
-        fix
-        for fix in moved.fixes
-        if all(e.span.line >= 0 and e.span.end_line <= last_line for e in fix.edits)
-    )
-    return replace(moved, fixes=fixes)
+    lines = cell.split("\n")
+    fixes = []
+    for fix in moved.fixes:
+        edits = tuple(_into_cell(edit, lines) for edit in fix.edits)
+        # a fix that edits another cell (an import in the first cell, say) is left out: the
+        # client applies edits to this cell's text alone
+        if all(e is not None for e in edits):
+            fixes.append(Fix(fix.title, tuple(e for e in edits if e is not None), fix.safe))
+    return replace(moved, fixes=tuple(fixes))
+
+
+def _into_cell(edit: Edit, lines: list[str]) -> Edit | None:
+    """The edit in cell coordinates, or None when it reaches into another cell.
+
+    A line inserted after the cell's last statement (after a loop that ends the cell)
+    stands at the start of the next cell in the joined program: it becomes a new last line.
+    """
+    last = len(lines) - 1
+    span = edit.span
+    if span.line >= 0 and span.end_line <= last:
+        return edit
+    if span == Span.point(last + 1, 0) and edit.new_text.endswith("\n"):
+        return Edit(Span.point(last, len(lines[last])), "\n" + edit.new_text[:-1])
+    return None

@@ -32,11 +32,12 @@ class SourceText:
         self.lines = split_lines(text)
         if not self.lines or text.endswith(("\n", "\r")):
             self.lines.append("")
-        self._ascii = [line.isascii() for line in self.lines]
+        # most files are ASCII throughout: then byte columns are code-point columns
+        self._ascii = text.isascii()
 
     def char_column(self, line: int, byte_column: int) -> int:
         """Column in code points of a UTF-8 byte offset that ``ast`` reports (line 0-based)."""
-        if line >= len(self.lines) or self._ascii[line]:
+        if self._ascii or line >= len(self.lines) or self.lines[line].isascii():
             return byte_column
         return len(self.lines[line].encode("utf-8")[:byte_column].decode("utf-8", "replace"))
 

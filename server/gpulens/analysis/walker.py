@@ -86,6 +86,10 @@ class _Walker:
         self.call_sites: defaultdict[str, _CallSites] = defaultdict(_CallSites)
         self._pending: list[list[tuple[Function, Scope, bool]]] = []
         self._recordings: list[_Recording] = []
+        # per walk: fingerprints of names looked up in a scope, device variables in scope
+        # (keyed by the scope's id; scopes live as long as the walk)
+        self._looked_up: dict[int, tuple[Scope, dict[str, tuple[object, ...] | None]]] = {}
+        self._devices: dict[int, tuple[Scope | None, tuple[str, ...] | None]] = {}
 
     # -- scopes -------------------------------------------------------------------------
 
@@ -142,14 +146,26 @@ class _Walker:
         lines = self.ctx.source.lines
         text = "".join(lines[function.lineno - 1 : function.end_lineno])
         names = self.memo.names_in(text, function)
-        scope_values = tuple(_fingerprint(enclosing.lookup(name)) for name in names)
-        devices: list[str] = []
-        scope: Scope | None = enclosing
-        while scope is not None:  # GPU007 looks for any device variable in scope
-            devices.extend(
-                n for n, v in scope.bindings.items() if v is not None and v.kind is Kind.DEVICE
-            )
-            scope = scope.parent
+        # an enclosing scope's names are final once its functions are walked: look each up
+        # once per walk, however many functions use it
+        # the entry holds the scope itself, so that its id cannot be reused by a new scope
+        looked_up = self._looked_up.setdefault(id(enclosing), (enclosing, {}))[1]
+        scope_values = []
+        for name in names:
+            if name not in looked_up:
+                looked_up[name] = _fingerprint(enclosing.lookup(name))
+            scope_values.append(looked_up[name])
+        devices = self._devices.get(id(enclosing), (None, None))[1]
+        if devices is None:  # GPU007 looks for any device variable in scope
+            found: list[str] = []
+            scope: Scope | None = enclosing
+            while scope is not None:
+                found.extend(
+                    n for n, v in scope.bindings.items() if v is not None and v.kind is Kind.DEVICE
+                )
+                scope = scope.parent
+            devices = tuple(sorted(found))
+            self._devices[id(enclosing)] = (enclosing, devices)
         passed = None
         if sites is not None:
             passed = (
@@ -159,8 +175,8 @@ class _Walker:
         return (
             text,
             is_method,
-            scope_values,
-            tuple(sorted(devices)),
+            tuple(scope_values),
+            devices,
             tuple(sorted((k, _fingerprint(v)) for k, v in _self_bindings(enclosing).items())),
             passed,
             tuple(sorted(self.ctx.imports.aliases.items())),
@@ -178,8 +194,9 @@ class _Walker:
             return None
         after = _self_bindings(enclosing)
         return FunctionResult(
-            [shift_finding(f, -first) for f in findings],
-            [(c, shift_finding(f, -first)) for c, f in pending],
+            first,
+            list(findings),
+            list(pending),
             list(recording.calls),
             ctx.facts.uses_gpu and not recording.uses_gpu,
             ctx.facts.reduced_precision and not recording.reduced_precision,
@@ -188,8 +205,9 @@ class _Walker:
 
     def replay(self, result: FunctionResult, first: int, enclosing: Scope) -> None:
         ctx = self.ctx
-        ctx.findings.extend(shift_finding(f, first) for f in result.findings)
-        ctx.pending.extend((c, shift_finding(f, first)) for c, f in result.pending)
+        delta = first - result.first  # usually 0: most edits leave other functions in place
+        ctx.findings.extend(shift_finding(f, delta) for f in result.findings)
+        ctx.pending.extend((c, shift_finding(f, delta)) for c, f in result.pending)
         for recording in self._recordings:  # an enclosing function being recorded
             recording.calls.extend(result.calls)
         for name, arguments, hot_call in result.calls:
