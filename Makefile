@@ -51,4 +51,4 @@ wheel: $(STAMP)
 package: wheel $(if $(wildcard extension/make.mk),vscode-package)
 
 clean:
-	rm -rf $(VENV) dist build .pytest_cache .ruff_cache
+	rm -rf $(VENV) dist build .pytest_cache .ruff_cache extension/out
