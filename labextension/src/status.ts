@@ -63,6 +63,7 @@ export class GpuStatusItem extends Widget {
       auto: true,
       factory: () => this.refresh(),
       frequency: { interval: POLL_MS, backoff: false },
+      linger: 0,
       name: 'gpulens:status',
       standby: 'when-hidden'
     });

@@ -10,6 +10,7 @@ from __future__ import annotations
 import gzip
 import json
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -154,6 +155,102 @@ def test_status_item_explains_a_missing_server_extension(page: Any, lab: Lab) ->
     )
     title = page.locator(".gpulens-status").get_attribute("title")
     assert "jupyter server extension enable gpulens.jupyter" in title
+
+
+GIB = 1024**3
+GPU_STATUS = {
+    "schema": "gpulens.status/1",
+    "time": "2026-11-22T00:00:00Z",
+    "available": True,
+    "reason": None,
+    "driver_version": "580.159.04",
+    "cuda_driver_version": "13.0",
+    "gpus": [
+        {
+            "index": 0,
+            "uuid": "GPU-0",
+            "name": "NVIDIA H100 80GB HBM3",
+            "utilization_pct": 37,
+            "memory_used_bytes": int(12.3 * GIB),
+            "memory_total_bytes": int(79.6 * GIB),
+            "temperature_c": 45,
+            "power_w": 72.5,
+            "power_limit_w": 700,
+            "sm_clock_mhz": 1980,
+            "visible": True,
+            "a_field_from_the_future": {"x": 1},
+            "processes": [
+                {
+                    "pid": 4242,
+                    "name": "python",
+                    "used_memory_bytes": 2 * GIB,
+                    "kernel": {"id": "k-1", "name": "python3"},
+                },
+                {"pid": 99, "name": "other-job", "used_memory_bytes": GIB},
+            ],
+        }
+    ],
+    "cuda_visible_devices": None,
+    "frameworks": {
+        "torch": {"version": "2.11.0", "cuda": True, "device_count": 1, "devices": ["cuda:0"]}
+    },
+}
+
+
+def test_status_item_draws_a_gpu_and_its_popup(page: Any, lab: Lab) -> None:
+    """The server's answer on a GPU machine, replayed: the item, the processes, the history."""
+    body = json.dumps(GPU_STATUS)
+    page.route(
+        "**/gpulens/status*",
+        lambda route: route.fulfill(status=200, body=body, content_type="application/json"),
+    )
+    page.goto(lab.page_url())
+    item = page.locator(".gpulens-status")
+    page.wait_for_function(
+        "() => (document.querySelector('.gpulens-status') || {}).textContent"
+        " === 'H100 · 37% · 12.3/80 GB · 45°C'"
+    )
+    page.wait_for_timeout(4500)  # a few samples for the sparklines
+    item.click()
+    popup = page.locator(".gpulens-popup")
+    popup.wait_for()
+    text = popup.inner_text()
+    assert "GPU 0: NVIDIA H100 80GB HBM3" in text
+    assert "driver 580.159.04" in text
+    assert "torch 2.11.0 · cuda:0" in text
+    own = popup.locator(".gpulens-own-kernel")
+    assert own.count() == 1
+    assert "4242" in own.inner_text() and "kernel python3" in own.inner_text()
+    points = popup.locator(".gpulens-sparkline polyline").first.get_attribute("points")
+    assert len(points.split()) >= 3
+    shot(page, "status-gpu")
+
+
+def test_status_polls_every_two_seconds_and_rests_while_hidden(page: Any, lab: Lab) -> None:
+    calls: list[float] = []
+
+    def answer(route: Any) -> None:
+        calls.append(time.monotonic())
+        route.fulfill(status=200, body=json.dumps(GPU_STATUS), content_type="application/json")
+
+    page.route("**/gpulens/status*", answer)
+    page.goto(lab.page_url())
+    page.locator(".gpulens-status").filter(has_text="H100").wait_for()
+    page.wait_for_timeout(6500)
+    visible = len(calls)
+    assert 3 <= visible <= 6, calls
+    page.evaluate(
+        """() => {
+          Object.defineProperty(document, 'hidden', { configurable: true, get: () => true });
+          Object.defineProperty(document, 'visibilityState',
+            { configurable: true, get: () => 'hidden' });
+          document.dispatchEvent(new Event('visibilitychange'));
+        }"""
+    )
+    page.wait_for_timeout(500)
+    before = len(calls)
+    page.wait_for_timeout(6000)
+    assert len(calls) == before, "polled while the tab was hidden"
 
 
 # -- profile ------------------------------------------------------------------------------------
