@@ -83,6 +83,14 @@ def path_without_node() -> str:
     return os.pathsep.join(keep)
 
 
+def prune(folder: Path, keep: set[str]) -> None:
+    """Drops the cached builds of older sources: one wheel and one venv are kept."""
+    if folder.is_dir():
+        for entry in folder.iterdir():
+            if entry.name not in keep:
+                shutil.rmtree(entry, ignore_errors=True)
+
+
 def built_wheel() -> Path:
     given = os.environ.get("GPULENS_LAB_WHEEL")
     if given:
@@ -91,6 +99,7 @@ def built_wheel() -> Path:
     wheels = sorted(folder.glob("gpulens-*.whl"))
     if wheels:
         return wheels[-1]
+    prune(CACHE, keep={folder.name, "venvs"})
     folder.mkdir(parents=True, exist_ok=True)
     subprocess.run(
         [sys.executable, "-m", "build", "--wheel", "--outdir", str(folder), str(REPO)],
@@ -113,7 +122,7 @@ def venv(wheel: Path) -> Path:
     python = home / "bin" / "python"
     stamp = home / ".installed"
     if not stamp.exists():
-        shutil.rmtree(home, ignore_errors=True)
+        prune(home.parent, keep=set())
         subprocess.run([sys.executable, "-m", "venv", str(home)], check=True)
         env = dict(os.environ, PATH=path_without_node(), PIP_DISABLE_PIP_VERSION_CHECK="1")
         env.pop("VIRTUAL_ENV", None)
