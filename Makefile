@@ -45,7 +45,6 @@ test-python: lint
 test: test-python $(if $(wildcard extension/make.mk),vscode-test) $(if $(wildcard labextension/make.mk),lab-test)
 
 wheel: $(STAMP)
-	$(BIN)/python -m pip install --quiet build
 	$(BIN)/python -m build --wheel --outdir dist .
 
 package: wheel $(if $(wildcard extension/make.mk),vscode-package)
