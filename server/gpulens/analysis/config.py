@@ -73,6 +73,8 @@ def parse_severities(table: Mapping[str, object] | None, what: str) -> Mapping[s
 
 def config_from_mapping(table: Mapping[str, object], what: str = "[tool.gpulens]") -> Config:
     """Build a Config from `[tool.gpulens]` or the editor's `gpulens.rules` settings."""
+    if not isinstance(table, Mapping):
+        raise ConfigError(f"{what} must be a table")
     known = {"select", "ignore", "severity", "device", "exclude", "extend-exclude"}
     unknown = sorted(set(table) - known)
     if unknown:
@@ -85,6 +87,10 @@ def config_from_mapping(table: Mapping[str, object], what: str = "[tool.gpulens]
     device = table.get("device", "cuda")
     if not isinstance(device, str) or not device:
         raise ConfigError(f'{what}.device must be a device string such as "cuda:1"')
+    for key in ("exclude", "extend-exclude"):
+        value = table.get(key, [])
+        if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
+            raise ConfigError(f"{what}.{key} must be a list of path patterns")
     exclude = tuple(table.get("exclude", ())) + tuple(table.get("extend-exclude", ()))  # type: ignore[arg-type]
     return Config(select=select, ignore=ignore, severity=severity, device=device, exclude=exclude)
 

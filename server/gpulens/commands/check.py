@@ -154,45 +154,23 @@ class _Settings:
 
 
 def _find_pyproject(folder: Path) -> Path | None:
-    """The nearest pyproject.toml that mentions `[tool.gpulens]`, as `load_config` finds it,
-    except that one that does not parse is an error here rather than skipped silently."""
-    for candidate_folder in (folder, *folder.parents):
-        candidate = candidate_folder / "pyproject.toml"
-        try:
-            text = candidate.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
-            continue
-        if "gpulens" not in text:
-            continue  # most projects: no TOML parse needed
-        try:
-            data = tomllib.loads(text)
-        except tomllib.TOMLDecodeError as error:
-            raise UsageError(
-                f"{candidate} is not valid TOML ({error}); fix it so that its [tool.gpulens] "
-                "settings can be read"
-            ) from None
-        if "gpulens" in data.get("tool", {}):
-            return candidate
-    return None
+    """The nearest pyproject.toml with a `[tool.gpulens]` table, as the server finds it."""
+    from gpulens.analysis.config import ConfigError, find_pyproject
+
+    try:
+        return find_pyproject(folder)
+    except ConfigError as error:
+        raise UsageError(str(error)) from None
 
 
 def _load(pyproject: Path) -> Config:
     from gpulens.analysis.config import ConfigError, config_from_mapping
 
     data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
-    table = data["tool"]["gpulens"]
-    what = f"{pyproject}: [tool.gpulens]"
     try:
-        if not isinstance(table, dict):
-            raise ConfigError(f"{what} must be a table")
-        for key in ("exclude", "extend-exclude"):
-            value = table.get(key, [])
-            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-                raise ConfigError(f"{what}.{key} must be a list of path patterns")
-        config = config_from_mapping(table, what)
+        return config_from_mapping(data["tool"]["gpulens"], f"{pyproject}: [tool.gpulens]")
     except (ConfigError, TypeError, AttributeError) as error:
         raise UsageError(f"{error}; correct the setting in {pyproject}") from None
-    return config
 
 
 def _with_options(config: Config, options: _Options) -> Config:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from gpulens.profiler.units import short_bytes
+
 # a pageable copy at least this large is worth pinning (below it, launch latency dominates)
 PAGEABLE_HINT_BYTES = 1 << 20
 # "many tiny kernels": at least this many on the line, averaging at most this long, and
@@ -17,14 +19,6 @@ SYNC_LOOP_HITS = 5
 SYNC_LOOP_SHARE = 0.9
 
 
-def _size(n: float) -> str:
-    for unit in ("B", "KB", "MB", "GB"):
-        if n < 1000 or unit == "GB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1000
-    return f"{n:.1f} GB"
-
-
 def line_hints(line: dict[str, Any], pinned_gbps: float | None) -> list[dict[str, str]]:
     """Hints for one `gpulens.profile/1` line; `pinned_gbps`: pinned copies' bandwidth
     measured elsewhere in the same cell, quoted when known."""
@@ -35,7 +29,7 @@ def line_hints(line: dict[str, Any], pinned_gbps: float | None) -> list[dict[str
         gbps = pageable["bytes"] / pageable["s"] / 1e9
         message = (
             f"{copies} pageable cop{'y' if copies == 1 else 'ies'} of "
-            f"{_size(pageable['bytes'] / copies)} ran at {gbps:.1f} GB/s: copy from pinned "
+            f"{short_bytes(pageable['bytes'] / copies)} ran at {gbps:.1f} GB/s: copy from pinned "
             "memory (tensor.pin_memory(), DataLoader(pin_memory=True)) and pass "
             "non_blocking=True to overlap the copy with compute"
         )
