@@ -11,20 +11,14 @@ from __future__ import annotations
 
 import ast
 from collections import defaultdict
-from dataclasses import dataclass, field
 
 from gpulens.analysis import frameworks as fw
 from gpulens.analysis import rules as _rules  # noqa: F401  (registers every rule)
 from gpulens.analysis.config import Config
 from gpulens.analysis.context import Context, Loop
+from gpulens.analysis.function_results import CallSites, FunctionResultsMixin, Recording
 from gpulens.analysis.guards import leaves_loop, runs_once_per_period
-from gpulens.analysis.incremental import (
-    FunctionMemo,
-    FunctionResult,
-    _fingerprint,
-    shift_finding,
-    within,
-)
+from gpulens.analysis.incremental import FunctionMemo
 from gpulens.analysis.model import Finding
 from gpulens.analysis.rules.registry import CHECKS
 from gpulens.analysis.source import SourceText
@@ -33,14 +27,6 @@ from gpulens.analysis.symbols import Kind, Scope, Value, dotted_name, merge, sim
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 _METHODS_FIRST = ("__init__", "__post_init__", "setup", "reset_parameters")
 _PROGRESS = ("tqdm", "track", "progress", "iter", "trange")
-
-
-@dataclass(slots=True)
-class _CallSites:
-    """What the file passes to one of its functions, and whether it does so in a loop."""
-
-    arguments: dict[int | str, Value | None] = field(default_factory=dict)
-    hot_call: str | None = None  # "the loop that calls train_step()"
 
 
 def walk_module(
@@ -64,28 +50,14 @@ def walk_module(
     return ctx.findings, notes
 
 
-@dataclass(slots=True)
-class _Recording:
-    """What walking one function body adds to the file's results, as it happens."""
-
-    findings: int  # len(ctx.findings) at the start
-    pending: int
-    uses_gpu: bool
-    reduced_precision: bool
-    self_bindings: dict[str, Value | None]
-    calls: list[tuple[str, tuple[tuple[int | str, Value | None], ...], str | None]] = field(
-        default_factory=list
-    )
-
-
-class _Walker:
+class _Walker(FunctionResultsMixin):
     def __init__(self, ctx: Context, memo: FunctionMemo | None) -> None:
         self.ctx = ctx
         self.evaluator = ctx.evaluator
         self.memo = memo
-        self.call_sites: defaultdict[str, _CallSites] = defaultdict(_CallSites)
+        self.call_sites: defaultdict[str, CallSites] = defaultdict(CallSites)
         self._pending: list[list[tuple[Function, Scope, bool]]] = []
-        self._recordings: list[_Recording] = []
+        self._recordings: list[Recording] = []
         # per walk: fingerprints of names looked up in a scope, device variables in scope
         # (keyed by the scope's id; scopes live as long as the walk)
         self._looked_up: dict[int, tuple[Scope, dict[str, tuple[object, ...] | None]]] = {}
@@ -107,119 +79,8 @@ class _Walker:
         for function, scope, is_method in ordered:
             self.function_body(function, scope, is_method)
 
-    def function_body(self, function: Function, enclosing: Scope, is_method: bool) -> None:
-        sites = self.call_sites.get(("self." if is_method else "") + function.name)
-        if self.memo is None:
-            self.walk_function(function, enclosing, is_method, sites)
-            return
-        key = self.memo_key(function, enclosing, is_method, sites)
-        first = function.lineno - 1
-        cached = self.memo.results.get(key)
-        if cached is not None:
-            self.memo.used.add(key)
-            self.replay(cached, first, enclosing)
-            return
-        recording = _Recording(
-            len(self.ctx.findings),
-            len(self.ctx.pending),
-            self.ctx.facts.uses_gpu,
-            self.ctx.facts.reduced_precision,
-            _self_bindings(enclosing),
-        )
-        self._recordings.append(recording)
-        try:
-            self.walk_function(function, enclosing, is_method, sites)
-        finally:
-            self._recordings.pop()
-        result = self.result_of(
-            recording, first, (function.end_lineno or function.lineno) - 1, enclosing
-        )
-        if result is not None:
-            self.memo.results[key] = result
-            self.memo.used.add(key)
-
-    def memo_key(
-        self, function: Function, enclosing: Scope, is_method: bool, sites: _CallSites | None
-    ) -> tuple[object, ...]:
-        """Everything a function body's walk reads from outside the body."""
-        assert self.memo is not None
-        lines = self.ctx.source.lines
-        text = "".join(lines[function.lineno - 1 : function.end_lineno])
-        names = self.memo.names_in(text, function)
-        # an enclosing scope's names are final once its functions are walked: look each up
-        # once per walk, however many functions use it
-        # the entry holds the scope itself, so that its id cannot be reused by a new scope
-        looked_up = self._looked_up.setdefault(id(enclosing), (enclosing, {}))[1]
-        scope_values = []
-        for name in names:
-            if name not in looked_up:
-                looked_up[name] = _fingerprint(enclosing.lookup(name))
-            scope_values.append(looked_up[name])
-        devices = self._devices.get(id(enclosing), (None, None))[1]
-        if devices is None:  # GPU007 looks for any device variable in scope
-            found: list[str] = []
-            scope: Scope | None = enclosing
-            while scope is not None:
-                found.extend(
-                    n for n, v in scope.bindings.items() if v is not None and v.kind is Kind.DEVICE
-                )
-                scope = scope.parent
-            devices = tuple(sorted(found))
-            self._devices[id(enclosing)] = (enclosing, devices)
-        passed = None
-        if sites is not None:
-            passed = (
-                tuple(sorted((str(k), _fingerprint(v)) for k, v in sites.arguments.items())),
-                sites.hot_call,
-            )
-        return (
-            text,
-            is_method,
-            tuple(scope_values),
-            devices,
-            tuple(sorted((k, _fingerprint(v)) for k, v in _self_bindings(enclosing).items())),
-            passed,
-            tuple(sorted(self.ctx.imports.aliases.items())),
-            frozenset(self.evaluator.module_classes),
-        )
-
-    def result_of(
-        self, recording: _Recording, first: int, last: int, enclosing: Scope
-    ) -> FunctionResult | None:
-        ctx = self.ctx
-        findings = ctx.findings[recording.findings :]
-        pending = ctx.pending[recording.pending :]
-        # a fix that edits outside the function (a line after the imports) cannot move with it
-        if not all(within(f, first, last) for f in [*findings, *(f for _, f in pending)]):
-            return None
-        after = _self_bindings(enclosing)
-        return FunctionResult(
-            first,
-            list(findings),
-            list(pending),
-            list(recording.calls),
-            ctx.facts.uses_gpu and not recording.uses_gpu,
-            ctx.facts.reduced_precision and not recording.reduced_precision,
-            {k: v for k, v in after.items() if recording.self_bindings.get(k, ...) is not v},
-        )
-
-    def replay(self, result: FunctionResult, first: int, enclosing: Scope) -> None:
-        ctx = self.ctx
-        delta = first - result.first  # usually 0: most edits leave other functions in place
-        ctx.findings.extend(shift_finding(f, delta) for f in result.findings)
-        ctx.pending.extend((c, shift_finding(f, delta)) for c, f in result.pending)
-        for recording in self._recordings:  # an enclosing function being recorded
-            recording.calls.extend(result.calls)
-        for name, arguments, hot_call in result.calls:
-            self.merge_call(name, arguments, hot_call)
-        ctx.facts.uses_gpu |= result.uses_gpu
-        ctx.facts.reduced_precision |= result.reduced_precision
-        for name, value in result.self_bindings.items():
-            enclosing.bind(name, value)
-        self.evaluator.invalidate()
-
     def walk_function(
-        self, function: Function, enclosing: Scope, is_method: bool, sites: _CallSites | None
+        self, function: Function, enclosing: Scope, is_method: bool, sites: CallSites | None
     ) -> None:
         ctx = self.ctx
         scope = Scope("function", function.name, enclosing)
@@ -644,13 +505,6 @@ _EXPRESSION_FIELDS: dict[type[ast.AST], tuple[str, ...]] = {
     for node_type in (getattr(ast, name) for name in dir(ast))
     if isinstance(node_type, type) and issubclass(node_type, ast.expr)
 }
-
-
-def _self_bindings(scope: Scope) -> dict[str, Value | None]:
-    """The `self.x` attributes a class's methods have set (held by the class scope)."""
-    if scope.kind != "class":
-        return {}
-    return {k: v for k, v in scope.bindings.items() if k.startswith("self.")}
 
 
 def _has_loop(body: list[ast.stmt]) -> bool:

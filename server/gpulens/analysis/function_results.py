@@ -1,0 +1,191 @@
+"""Reusing a function body's results from an earlier version of the same document.
+
+The walker asks `function_body` to walk each function; with a memo it first looks for a
+result recorded under a key of everything the body's walk reads from outside the body, and
+replays it (findings, pending findings, what the body passes to other functions, the facts
+and `self.x` attributes it sets) instead of walking.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from gpulens.analysis.incremental import (
+    FunctionMemo,
+    FunctionResult,
+    _fingerprint,
+    shift_finding,
+    within,
+)
+from gpulens.analysis.symbols import Kind, Scope, Value
+
+if TYPE_CHECKING:
+    from gpulens.analysis.context import Context
+    from gpulens.analysis.values import Evaluator
+
+Function = ast.FunctionDef | ast.AsyncFunctionDef
+Call = tuple[str, tuple[tuple[int | str, Value | None], ...], str | None]
+
+
+@dataclass(slots=True)
+class CallSites:
+    """What the file passes to one of its functions, and whether it does so in a loop."""
+
+    arguments: dict[int | str, Value | None] = field(default_factory=dict)
+    hot_call: str | None = None  # "the loop that calls train_step()"
+
+
+@dataclass(slots=True)
+class Recording:
+    """What walking one function body adds to the file's results, as it happens."""
+
+    findings: int  # len(ctx.findings) at the start
+    pending: int
+    uses_gpu: bool
+    reduced_precision: bool
+    self_bindings: dict[str, Value | None]
+    calls: list[tuple[str, tuple[tuple[int | str, Value | None], ...], str | None]] = field(
+        default_factory=list
+    )
+
+
+class FunctionResultsMixin:
+    """The memo half of the walker: what it needs of the walker is declared here."""
+
+    ctx: Context
+    evaluator: Evaluator
+    memo: FunctionMemo | None
+    call_sites: dict[str, object]
+    _recordings: list[Recording]
+    _looked_up: dict[int, tuple[Scope, dict[str, tuple[object, ...] | None]]]
+    _devices: dict[int, tuple[Scope | None, tuple[str, ...] | None]]
+
+    def walk_function(
+        self, function: Function, enclosing: Scope, is_method: bool, sites: object
+    ) -> None:
+        raise NotImplementedError
+
+    def merge_call(
+        self, name: str, arguments: tuple[tuple[int | str, Value | None], ...], hot_call: str | None
+    ) -> None:
+        raise NotImplementedError
+
+    def function_body(self, function: Function, enclosing: Scope, is_method: bool) -> None:
+        sites = self.call_sites.get(("self." if is_method else "") + function.name)
+        if self.memo is None:
+            self.walk_function(function, enclosing, is_method, sites)
+            return
+        key = self.memo_key(function, enclosing, is_method, sites)
+        first = function.lineno - 1
+        cached = self.memo.results.get(key)
+        if cached is not None:
+            self.memo.used.add(key)
+            self.replay(cached, first, enclosing)
+            return
+        recording = Recording(
+            len(self.ctx.findings),
+            len(self.ctx.pending),
+            self.ctx.facts.uses_gpu,
+            self.ctx.facts.reduced_precision,
+            _self_bindings(enclosing),
+        )
+        self._recordings.append(recording)
+        try:
+            self.walk_function(function, enclosing, is_method, sites)
+        finally:
+            self._recordings.pop()
+        result = self.result_of(
+            recording, first, (function.end_lineno or function.lineno) - 1, enclosing
+        )
+        if result is not None:
+            self.memo.results[key] = result
+            self.memo.used.add(key)
+
+    def memo_key(
+        self, function: Function, enclosing: Scope, is_method: bool, sites: CallSites | None
+    ) -> tuple[object, ...]:
+        """Everything a function body's walk reads from outside the body."""
+        assert self.memo is not None
+        lines = self.ctx.source.lines
+        text = "".join(lines[function.lineno - 1 : function.end_lineno])
+        names = self.memo.names_in(text, function)
+        # an enclosing scope's names are final once its functions are walked: look each up
+        # once per walk, however many functions use it
+        # the entry holds the scope itself, so that its id cannot be reused by a new scope
+        looked_up = self._looked_up.setdefault(id(enclosing), (enclosing, {}))[1]
+        scope_values = []
+        for name in names:
+            if name not in looked_up:
+                looked_up[name] = _fingerprint(enclosing.lookup(name))
+            scope_values.append(looked_up[name])
+        devices = self._devices.get(id(enclosing), (None, None))[1]
+        if devices is None:  # GPU007 looks for any device variable in scope
+            found: list[str] = []
+            scope: Scope | None = enclosing
+            while scope is not None:
+                found.extend(
+                    n for n, v in scope.bindings.items() if v is not None and v.kind is Kind.DEVICE
+                )
+                scope = scope.parent
+            devices = tuple(sorted(found))
+            self._devices[id(enclosing)] = (enclosing, devices)
+        passed = None
+        if sites is not None:
+            passed = (
+                tuple(sorted((str(k), _fingerprint(v)) for k, v in sites.arguments.items())),
+                sites.hot_call,
+            )
+        return (
+            text,
+            is_method,
+            tuple(scope_values),
+            devices,
+            tuple(sorted((k, _fingerprint(v)) for k, v in _self_bindings(enclosing).items())),
+            passed,
+            tuple(sorted(self.ctx.imports.aliases.items())),
+            frozenset(self.evaluator.module_classes),
+        )
+
+    def result_of(
+        self, recording: Recording, first: int, last: int, enclosing: Scope
+    ) -> FunctionResult | None:
+        ctx = self.ctx
+        findings = ctx.findings[recording.findings :]
+        pending = ctx.pending[recording.pending :]
+        # a fix that edits outside the function (a line after the imports) cannot move with it
+        if not all(within(f, first, last) for f in [*findings, *(f for _, f in pending)]):
+            return None
+        after = _self_bindings(enclosing)
+        return FunctionResult(
+            first,
+            list(findings),
+            list(pending),
+            list(recording.calls),
+            ctx.facts.uses_gpu and not recording.uses_gpu,
+            ctx.facts.reduced_precision and not recording.reduced_precision,
+            {k: v for k, v in after.items() if recording.self_bindings.get(k, ...) is not v},
+        )
+
+    def replay(self, result: FunctionResult, first: int, enclosing: Scope) -> None:
+        ctx = self.ctx
+        delta = first - result.first  # usually 0: most edits leave other functions in place
+        ctx.findings.extend(shift_finding(f, delta) for f in result.findings)
+        ctx.pending.extend((c, shift_finding(f, delta)) for c, f in result.pending)
+        for recording in self._recordings:  # an enclosing function being recorded
+            recording.calls.extend(result.calls)
+        for name, arguments, hot_call in result.calls:
+            self.merge_call(name, arguments, hot_call)
+        ctx.facts.uses_gpu |= result.uses_gpu
+        ctx.facts.reduced_precision |= result.reduced_precision
+        for name, value in result.self_bindings.items():
+            enclosing.bind(name, value)
+        self.evaluator.invalidate()
+
+
+def _self_bindings(scope: Scope) -> dict[str, Value | None]:
+    """The `self.x` attributes a class's methods have set (held by the class scope)."""
+    if scope.kind != "class":
+        return {}
+    return {k: v for k, v in scope.bindings.items() if k.startswith("self.")}
