@@ -1,6 +1,7 @@
 /**
  * Pure functions over the server's payloads: parsing (tolerant of unknown and missing fields),
- * and the few words and numbers the lab draws. No DOM, no JupyterLab: unit-tested in node.
+ * and the few words and numbers the lab draws (a profiled line's costs follow the Python side's
+ * rules, in lineFormat.ts). No DOM, no JupyterLab: unit-tested in node.
  */
 
 // -- gpulens.status/1 ---------------------------------------------------------------------------
@@ -338,83 +339,6 @@ export function editorLine(payloadLine: number, sourceHasMagicLine: boolean): nu
 
 export function startsWithMagicLine(source: string): boolean {
   return /^%%gpulens\b/.test(source.trimStart());
-}
-
-/** 0.0012 -> "1.20 ms", 2.5 -> "2.50 s", 0.0000031 -> "3.1 µs". */
-export function formatSeconds(seconds: number): string {
-  if (seconds >= 1) {
-    return `${seconds.toFixed(2)} s`;
-  }
-  if (seconds >= 1e-3) {
-    return `${(seconds * 1e3).toFixed(2)} ms`;
-  }
-  return `${(seconds * 1e6).toFixed(1)} µs`;
-}
-
-/** Decimal units, as the profile's text table: 400000000 -> "400.0 MB". */
-export function formatBytes(bytes: number): string {
-  const units = ['B', 'KB', 'MB', 'GB'];
-  let value = bytes;
-  for (const unit of units) {
-    if (value < 1000 || unit === 'GB') {
-      return unit === 'B' ? `${Math.round(value)} B` : `${value.toFixed(1)} ${unit}`;
-    }
-    value /= 1000;
-  }
-  return `${value.toFixed(1)} GB`;
-}
-
-const DIRECTION_LABELS: Record<string, string> = { htod: 'H2D', dtoh: 'D2H', dtod: 'D2D' };
-
-function transferText(direction: string, block: TransferCost): string {
-  const label = DIRECTION_LABELS[direction] ?? direction.toUpperCase();
-  const pageable = block.pageable ? (block.pageable === block.count ? ' pageable' : ` ${block.pageable} pageable`) : '';
-  return `${label} ${block.count}× ${formatBytes(block.bytes)} ${formatSeconds(block.s)}${pageable}`;
-}
-
-/** The short text at the end of a profiled line. */
-export function formatLineAnnotation(line: LineCost): string {
-  const parts = [`${line.hits}×`, `host ${formatSeconds(line.host_s)}`];
-  if (line.kernels.count) {
-    parts.push(`${line.kernels.count} kernels ${formatSeconds(line.kernels.gpu_s)}`);
-  }
-  const copies = Object.values(line.transfers).reduce(
-    (total, block) => ({ count: total.count + block.count, bytes: total.bytes + block.bytes }),
-    { count: 0, bytes: 0 }
-  );
-  if (copies.count) {
-    parts.push(`${copies.count} copies ${formatBytes(copies.bytes)}`);
-  }
-  if (line.syncs.count) {
-    parts.push(`${line.syncs.count} syncs ${formatSeconds(line.syncs.stall_s)}`);
-  }
-  return parts.join(' · ');
-}
-
-/** The hover of a profiled line: top kernels, transfers, syncs and the server's hints. */
-export function formatLineHover(line: LineCost): string[] {
-  const out = [`line ran ${line.hits}× · host ${formatSeconds(line.host_s)}`];
-  if (line.kernels.count) {
-    out.push(`kernels: ${line.kernels.count} · GPU ${formatSeconds(line.kernels.gpu_s)}`);
-    for (const kernel of line.kernels.top) {
-      out.push(`  ${kernel.count}× ${formatSeconds(kernel.gpu_s)} ${kernel.name}`);
-    }
-  }
-  for (const [direction, block] of Object.entries(line.transfers)) {
-    if (block.count) {
-      out.push(`copy ${transferText(direction, block)}`);
-    }
-  }
-  if (line.memsets.count) {
-    out.push(`memset ${line.memsets.count}× ${formatBytes(line.memsets.bytes)} ${formatSeconds(line.memsets.s)}`);
-  }
-  if (line.syncs.count) {
-    out.push(`syncs: ${line.syncs.count} · stalled ${formatSeconds(line.syncs.stall_s)}`);
-  }
-  for (const hint of line.hints) {
-    out.push(`▸ ${hint}`);
-  }
-  return out;
 }
 
 /** What a line cost: GPU-side time when the backend saw the GPU, host time otherwise. */

@@ -7,11 +7,7 @@ import {
   CPU_ONLY,
   editorLine,
   explainStatusError,
-  formatBytes,
-  formatLineAnnotation,
-  formatLineHover,
   formatMemory,
-  formatSeconds,
   formatStatusText,
   heatByLine,
   History,
@@ -21,6 +17,7 @@ import {
   sparklinePoints,
   startsWithMagicLine
 } from '../src/format';
+import { lineCosts, lineDetails } from '../src/lineFormat';
 
 const GIB = 1024 ** 3;
 
@@ -137,8 +134,9 @@ describe('profile payload', () => {
     const line = payload.lines[0]!;
     expect(line.kernels).toEqual({ count: 0, gpu_s: 0, top: [] });
     expect(line.transfers.htod).toEqual({ count: 2, bytes: 8, s: 0, pageable: 0 });
-    expect(formatLineAnnotation(line)).toBe('5× · host 10.00 ms · 3 copies 9 B');
-    expect(formatLineHover(line)).toContain('copy NVLINK 1× 1 B 0.0 µs');
+    // a direction the lab does not know keeps its name, as in the Python rules
+    expect(lineCosts(line)).toBe('↑8 B 0 ms · nvlink1 B 0 ms');
+    expect(lineDetails(line)).toContain('\n-  nvlink: 1 copy · 1 B · 0 ms');
     expect(payload.backend).toBe('unknown');
   });
 
@@ -157,7 +155,7 @@ describe('profile payload', () => {
 
   it('annotates a host-backend line with hits and host time only', () => {
     const payload = parseProfile({ schema: 'gpulens.profile/1', backend: 'host', lines: [{ line: 3, hits: 200, host_s: 0.051 }] })!;
-    expect(formatLineAnnotation(payload.lines[0]!)).toBe('200× · host 51.00 ms');
+    expect(lineCosts(payload.lines[0]!)).toBe('200 hits · 51 ms host');
   });
 
   it('tints by GPU cost for cupti, by host time for host', () => {
@@ -171,23 +169,14 @@ describe('profile payload', () => {
 
   it('lists top kernels, copies and syncs in the hover', () => {
     const payload = parseProfile(recorded)!;
-    const hover = formatLineHover(payload.lines.find(line => line.line === 5)!);
-    expect(hover[1]).toMatch(/^kernels: 240 · GPU /);
-    expect(hover.slice(2).some(row => /^ {2}\d+× .* \S+/.test(row))).toBe(true);
+    const hover = lineDetails(payload.lines.find(line => line.line === 5)!, payload.backend).split('\n');
+    expect(hover[0]).toBe('**gpulens profile** · line 5 · cupti backend');
+    expect(hover[3]).toMatch(/^- 240 kernels · \S+ \S+ on the GPU$/);
+    expect(hover.filter(row => /^\| `.+` \| \d+ \| \S+ \S+ \|$/.test(row)).length).toBeGreaterThan(0);
   });
 });
 
 describe('numbers', () => {
-  it('formats seconds and bytes', () => {
-    expect(formatSeconds(2.5)).toBe('2.50 s');
-    expect(formatSeconds(0.0012)).toBe('1.20 ms');
-    expect(formatSeconds(0.0000031)).toBe('3.1 µs');
-    expect(formatBytes(400_000_000)).toBe('400.0 MB');
-    expect(formatBytes(4096)).toBe('4.1 KB');
-    expect(formatBytes(12)).toBe('12 B');
-    expect(formatBytes(5e12)).toBe('5000.0 GB');
-  });
-
   it('draws a sparkline in its box, clamped', () => {
     expect(sparklinePoints([0, 50, 200], 100, 10, 100)).toBe('0.0,10.0 50.0,5.0 100.0,0.0');
     expect(sparklinePoints([], 100, 10, 100)).toBe('');

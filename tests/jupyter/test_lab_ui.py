@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 import sys
 import time
 from collections.abc import Iterator
@@ -16,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from gpulens.profiler.report import format_line_costs, format_line_details
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "labextension" / "ui-tests"))
 from lab_harness import (
@@ -117,6 +120,58 @@ def wait_for_run(target: Any) -> None:
 
 def cost_of_line(target: Any, line: int) -> Any:
     return target.locator(f".gpulens-cost[data-line='{line}']")
+
+
+def cell_payload(page: Any, index: int) -> dict[str, Any]:
+    """The profile payload among the outputs of the notebook's cell `index`."""
+    payload = page.evaluate(
+        """([i, mime]) => {
+          const outputs = window.jupyterapp.shell.currentWidget.content.widgets[i].model.outputs;
+          for (let j = outputs.length - 1; j >= 0; j--) {
+            const data = outputs.get(j).data[mime];
+            if (data) return data;
+          }
+          return null;
+        }""",
+        [index, MIME],
+    )
+    assert payload, f"cell {index} shows no profile payload"
+    return payload
+
+
+def drawn_lines(payload: dict[str, Any]) -> list[dict[str, Any]]:
+    """The payload's lines the lab annotates: those that ran or launched kernels."""
+    return [line for line in payload["lines"] if line["hits"] or line["kernels"]["count"]]
+
+
+def assert_labels(target: Any, payload: dict[str, Any]) -> None:
+    """Every drawn line reads `format_line_costs` of its payload line, word for word."""
+    first = payload["source"]["first_line"]
+    for line in drawn_lines(payload):
+        number = line["line"] - first + 1
+        assert cost_of_line(target, number).inner_text() == format_line_costs(line), number
+
+
+def hover_fragments(markdown: str) -> list[str]:
+    """What a reader sees of `format_line_details`' Markdown: each row's text without its
+    markup (bullets, `**`, code-span backticks, escapes), each table cell on its own."""
+    out = []
+    for row in markdown.splitlines():
+        if not row or set(row) <= set("|-: "):
+            continue
+        if row.startswith("|"):
+            out += [cell.strip().strip("`") for cell in row.strip("|").split("|")]
+        else:
+            out.append(re.sub(r"\\(.)", r"\1", row.removeprefix("- ").replace("**", "")))
+    return out
+
+
+def assert_hover(page: Any, line: dict[str, Any], backend: str) -> None:
+    hover = page.locator("body > .gpulens-cost-hover")
+    hover.wait_for(state="visible")
+    text = hover.inner_text()
+    for fragment in hover_fragments(format_line_details(line, backend)):
+        assert fragment in text, (fragment, text)
 
 
 def cell_source(page: Any, index: int) -> str:
@@ -268,11 +323,13 @@ def test_profile_cell_draws_host_costs_beside_the_lines_that_ran(page: Any, lab:
 
     # the source is untouched: no %%gpulens line was added to the cell
     assert cell_source(page, 1) == LOOP_CELL
-    # per-line costs of the host backend sit on the lines that ran, with their hit counts
-    assert cost_of_line(target, 1).inner_text().startswith("1×")
-    assert cost_of_line(target, 3).inner_text().startswith("300×")
-    assert "host" in cost_of_line(target, 3).inner_text()
-    assert cost_of_line(target, 4).inner_text().startswith("1×")
+    # per-line costs of the host backend sit on the lines that ran, worded as the Python side
+    # words them: hit counts and host time
+    payload = cell_payload(page, 1)
+    assert payload["backend"] == "host"
+    assert_labels(target, payload)
+    assert cost_of_line(target, 3).inner_text().startswith("300 hits · ")
+    assert cost_of_line(target, 3).get_attribute("data-hits") == "300"
     line3 = target.locator(".cm-line").filter(has=page.locator(".gpulens-cost[data-line='3']"))
     assert "total += step * step" in line3.inner_text()
     # the output shows the cell's own print and the summary table
@@ -284,9 +341,9 @@ def test_profile_cell_draws_host_costs_beside_the_lines_that_ran(page: Any, lab:
     assert target.locator(".jp-InputPrompt").inner_text().strip() == "[1]:"
 
     cost_of_line(target, 3).hover()
-    hover = page.locator("body > .gpulens-cost-hover")
-    hover.wait_for(state="visible")
-    assert "line ran 300×" in hover.inner_text()
+    loop_line = next(line for line in payload["lines"] if line["line"] == 4)
+    assert_hover(page, loop_line, payload["backend"])
+    assert "ran 300 times" in page.locator("body > .gpulens-cost-hover").inner_text()
     shot(page, "hover")
 
     # editing the cell clears its costs
@@ -305,7 +362,8 @@ def test_profile_from_the_context_menu_and_shortcut_and_palette(page: Any, lab: 
     page.locator(".lm-Menu-item").filter(has_text="Profile cell on GPU").click()
     wait_for_run(first)
     shot(page, "context-menu")
-    assert cost_of_line(first, 2).inner_text().startswith("1×")
+    assert_labels(first, cell_payload(page, 0))
+    assert cost_of_line(first, 2).inner_text().startswith("1 hit · ")
 
     second = select_cell(page, 1)
     page.keyboard.press("Escape")
@@ -334,8 +392,10 @@ def test_raising_cell_shows_its_traceback_and_costs_and_the_kernel_lives_on(
     assert "ValueError" in error.inner_text()
     assert "boom from the cell" in error.inner_text()
     # the lines that ran are annotated, including the one that raised
-    assert cost_of_line(target, 3).inner_text().startswith("5×")
-    assert cost_of_line(target, 4).inner_text().startswith("1×")
+    payload = cell_payload(page, 0)
+    assert_labels(target, payload)
+    assert {line["line"] for line in drawn_lines(payload)} >= {4, 5}
+    assert cost_of_line(target, 3).inner_text().startswith("5 hits · ")
     assert "gpulens profile" in target.locator(".jp-OutputArea").inner_text()
     shot(page, "error")
 
@@ -378,23 +438,27 @@ def test_a_saved_gpu_profile_is_drawn_with_kernels_and_syncs(page: Any, lab: Lab
     line = busiest["line"] - first + 1
     cost = cost_of_line(target, line)
     cost.wait_for()
-    assert f"{busiest['kernels']['count']} kernels" in cost.inner_text()
+    # every line's label is the Python side's wording ("1.4k kernels · 8.4 ms GPU · …")
+    assert_labels(target, payload)
+    assert cost.inner_text() == format_line_costs(busiest)
+    assert " kernels · " in cost.inner_text()
     code_line = payload["code"][busiest["line"] - first]
     drawn_on = target.locator(".cm-line").filter(
         has=page.locator(f".gpulens-cost[data-line='{line}']")
     )
     assert code_line.strip() in drawn_on.inner_text()
     synced = [entry for entry in payload["lines"] if entry["syncs"]["count"]]
+    assert synced
     for entry in synced:
-        assert (
-            f"{entry['syncs']['count']} syncs"
-            in cost_of_line(target, entry["line"] - first + 1).inner_text()
-        )
+        assert "⏸" in cost_of_line(target, entry["line"] - first + 1).inner_text()
     cost.hover()
+    assert_hover(page, busiest, payload["backend"])
     hover = page.locator("body > .gpulens-cost-hover")
-    hover.wait_for(state="visible")
     top = busiest["kernels"]["top"][0]["name"]
     assert top[:40] in hover.inner_text()
+    # the top kernels are a table, their names code spans
+    assert hover.locator("table tbody tr").count() == len(busiest["kernels"]["top"])
+    assert hover.locator("td code").first.inner_text().removesuffix("…") in top
     shot(page, "gpu-payload")
 
 
