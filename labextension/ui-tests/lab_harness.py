@@ -136,6 +136,10 @@ def running_lab(
         JUPYTERLAB_WORKSPACES_DIR=str(home / "workspaces"),
         JUPYTER_PLATFORM_DIRS="1",
     )
+    if labextension is not None:
+        # inside a virtualenv Jupyter prefers the env's own share/jupyter, where an earlier
+        # install may have left an older build: the build under test must win
+        env["JUPYTER_PREFER_ENV_PATH"] = "0"
     if labextension is None:  # only what the environment itself enables
         env["JUPYTER_CONFIG_PATH"] = str(config)
     if env_path is not None:

@@ -19,14 +19,24 @@ export const KERNEL_NAME_CHARS = 80;
 
 /** Python's `f"{x:.{digits}f}"`: like toFixed, but an exact tie rounds to even. */
 export function pyFixed(x: number, digits: number): string {
-  const scale = 10 ** digits;
-  const scaled = x * scale;
-  const floor = Math.floor(scaled);
-  if (scaled - floor === 0.5 && Number.isFinite(scaled)) {
-    const even = floor % 2 === 0 ? floor : floor + 1;
-    return (even / scale).toFixed(digits);
+  if (x < 0) {
+    return `-${pyFixed(-x, digits)}`;
   }
-  return x.toFixed(digits);
+  const rounded = x.toFixed(digits);
+  if (!Number.isFinite(x) || x >= 1e21) {
+    return rounded;
+  }
+  // only an exact tie in the binary value differs (Python rounds it to even): look at the
+  // exact decimal expansion, since 4.35 is really 4.3499999… and is no tie at all
+  const exact = x.toFixed(100);
+  const point = exact.indexOf('.');
+  const kept = exact.slice(0, point + (digits > 0 ? digits + 1 : 0));
+  const rest = exact.slice(point + 1 + digits);
+  if (!/^50*$/.test(rest)) {
+    return rounded;
+  }
+  const last = Number(kept.replace('.', '').slice(-1));
+  return last % 2 === 0 ? kept : rounded;
 }
 
 function twoFigures(value: number, units: Array<[number, string]>): string {
