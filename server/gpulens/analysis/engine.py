@@ -1,11 +1,11 @@
-"""Document -> findings: parse once (tolerantly), walk once, dispatch to the rules."""
+"""Document -> findings: parse block by block (tolerantly), walk once, dispatch to the rules."""
 
 from __future__ import annotations
 
 import gc
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from gpulens.analysis.config import DEFAULT_CONFIG, Config, is_suppressed, suppressions
@@ -67,6 +67,4 @@ def analyze(
 
 
 def _with_severity(finding: Finding, config: Config) -> Finding:
-    from dataclasses import replace
-
     return replace(finding, severity=config.severity_of(finding.code, finding.severity))

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from gpulens.analysis.incremental import (
     FunctionMemo,
     FunctionResult,
-    _fingerprint,
+    fingerprint,
     shift_finding,
     within,
 )
@@ -118,7 +118,7 @@ class FunctionResultsMixin:
         scope_values = []
         for name in names:
             if name not in looked_up:
-                looked_up[name] = _fingerprint(enclosing.lookup(name))
+                looked_up[name] = fingerprint(enclosing.lookup(name))
             scope_values.append(looked_up[name])
         devices = self._devices.get(id(enclosing), (None, None))[1]
         if devices is None:  # GPU007 looks for any device variable in scope
@@ -134,7 +134,7 @@ class FunctionResultsMixin:
         passed = None
         if sites is not None:
             passed = (
-                tuple(sorted((str(k), _fingerprint(v)) for k, v in sites.arguments.items())),
+                tuple(sorted((str(k), fingerprint(v)) for k, v in sites.arguments.items())),
                 sites.hot_call,
             )
         return (
@@ -142,7 +142,7 @@ class FunctionResultsMixin:
             is_method,
             tuple(scope_values),
             devices,
-            tuple(sorted((k, _fingerprint(v)) for k, v in _self_bindings(enclosing).items())),
+            tuple(sorted((k, fingerprint(v)) for k, v in _self_bindings(enclosing).items())),
             passed,
             tuple(sorted(self.ctx.imports.aliases.items())),
             frozenset(self.evaluator.module_classes),

@@ -141,7 +141,8 @@ def _parse_strict(text: str) -> ast.Module | None:
         return None
 
 
-def _fingerprint(value: Value | None) -> tuple[object, ...] | None:
+def fingerprint(value: Value | None) -> tuple[object, ...] | None:
+    """What of a value a function's walk can depend on (not where it was made)."""
     return None if value is None else (value.kind, value.lib, value.exact)
 
 
