@@ -273,7 +273,7 @@ def test_info_findings_alone_exit_0(
     write(tmp_path / "a.py", HARD_CODED)
     status, out, _ = run_main(["a.py"], tmp_path, capsys, monkeypatch)
     assert status == 0
-    assert out.startswith(f"{where('a.py', HARD_CODED, 'Net().cuda()')}: GPU007 [*] ")
+    assert out.startswith(f"{where('a.py', HARD_CODED, '.cuda()')}: GPU007 [*] ")
     assert out.endswith("Found 1 problem (1 fixable with --fix).\n")
 
 
@@ -284,11 +284,10 @@ def test_json_fields_positions_and_order(
     write(tmp_path / "a.py", LOADER_COPY)
     status, out, _ = run_main(["--format", "json", "."], tmp_path, capsys, monkeypatch)
     assert status == 1
-    copy = at(LOADER_COPY, "x.cuda()")
-    # sorted by path, line, column, then code: GPU006 and GPU007 start at the same place
+    # sorted by path, line, column, then code: GPU006 underlines the copy, GPU007 its `.cuda()`
     assert codes_in(out) == [
-        ("a.py", *copy, "GPU006"),
-        ("a.py", *copy, "GPU007"),
+        ("a.py", *at(LOADER_COPY, "x.cuda()"), "GPU006"),
+        ("a.py", *at(LOADER_COPY, ".cuda()"), "GPU007"),
         ("a.py", *at(LOADER_COPY, "x.sum().item()"), "GPU001"),
         ("b.py", *at(LOOP_SYNC, SYNC), "GPU001"),
     ]

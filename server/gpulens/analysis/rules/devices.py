@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 
 from gpulens.analysis import frameworks as fw
 from gpulens.analysis.context import Condition, Context
 from gpulens.analysis.model import Edit, Finding, Fix, Severity, Span
-from gpulens.analysis.rules.common import device_preamble, shown
+from gpulens.analysis.rules.common import device_preamble
 from gpulens.analysis.rules.registry import checks, rule
 
 HARD_CODED_DEVICE = rule(
@@ -48,7 +49,7 @@ def check_hard_coded(node: ast.Call, ctx: Context) -> None:
             ctx.span(func.value).end_line, ctx.span(func.value).end_column, *_end(node, ctx)
         )
         extra = ", ".join(ctx.text(k) for k in node.keywords)
-        _site(node, suffix, lambda name: f".to({name}{', ' + extra if extra else ''})", ctx)
+        _site(suffix, lambda name: f".to({name}{', ' + extra if extra else ''})", ctx)
         return
     if ctx.qualname(func) == "torch.device":
         return  # that is where the device is chosen
@@ -60,7 +61,7 @@ def check_hard_coded(node: ast.Call, ctx: Context) -> None:
             case ast.Constant(value=str(device)) if device.startswith("cuda") and (
                 fw.GPU_DEVICE_STRING.match(device)
             ):
-                _site(literal, ctx.span(literal), lambda name: name, ctx)
+                _site(ctx.span(literal), lambda name: name, ctx)
 
 
 def _end(node: ast.AST, ctx: Context) -> tuple[int, int]:
@@ -74,17 +75,18 @@ def _is_cpu_factory_call(node: ast.expr, ctx: Context) -> bool:
     return isinstance(node, ast.Call) and _is_cpu_factory(node, ctx)
 
 
-def _site(node: ast.expr, span: Span, spelled: object, ctx: Context) -> None:
+def _site(span: Span, spelled: Callable[[str], str], ctx: Context) -> None:
+    """Report the hard-coded text at ``span`` (`.cuda()`, `"cuda"`), which the fix replaces
+    by ``spelled(variable)``."""
     variable = ctx.device_variable()
-    text = shown(ctx, node)
+    text = " ".join(ctx.source.segment(span).split())
     if variable is not None:
-        new_text = spelled(variable)  # type: ignore[operator]
         ctx.report(
             HARD_CODED_DEVICE,
-            node,
+            span,
             f"`{text}` hard-codes the GPU while `{variable}` holds the chosen device. Use "
             f"`{variable}` so the program follows one choice.",
-            (Fix(f"Use `{variable}`", (Edit(span, new_text),)),),
+            (Fix(f"Use `{variable}`", (Edit(span, spelled(variable)),)),),
         )
         return
     torch = ctx.spelled("torch", "torch")
@@ -96,7 +98,7 @@ def _site(node: ast.expr, span: Span, spelled: object, ctx: Context) -> None:
         HARD_CODED_DEVICE.severity,
         f"`{text}` hard-codes the GPU, as do other places in this file. Choose the device "
         f"once (`{name} = {torch}.device(...)`) and use it everywhere.",
-        ctx.span(node),
-        (Fix(f"Define `{name}` once and use it here", (preamble, Edit(span, spelled(name)))),),  # type: ignore[operator]
+        span,
+        (Fix(f"Define `{name}` once and use it here", (preamble, Edit(span, spelled(name)))),),
     )
     ctx.report_if(Condition.MANY_HARD_CODED_DEVICES, [finding])
