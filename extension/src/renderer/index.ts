@@ -16,7 +16,7 @@ function cell(row: HTMLTableRowElement, text: string, className?: string): void 
 const STYLE = `
 .gpulens-profile table { border-collapse: collapse; font-family: var(--vscode-editor-font-family); font-size: var(--vscode-editor-font-size); }
 .gpulens-profile th, .gpulens-profile td { padding: 1px 8px; text-align: left; vertical-align: top; }
-.gpulens-profile td.num { text-align: right; }
+.gpulens-profile td.num { text-align: right; white-space: nowrap; }
 .gpulens-profile td.code { white-space: pre; }
 .gpulens-profile .summary, .gpulens-profile .warning { margin: 4px 0; opacity: 0.85; }
 `;
