@@ -9,7 +9,7 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any, TextIO
 
-from gpulens.analysis import Edit, Finding
+from gpulens.analysis import Edit, Span
 from gpulens.commands._check_file import FileResult, Located
 
 
@@ -65,7 +65,7 @@ def finding_json(path: str, located: Located) -> dict[str, Any]:
     payload: dict[str, Any] = {"path": path}
     if located.cell is not None:
         payload["cell"] = located.cell
-    payload.update(_span_json(finding))
+    payload.update(_span_json(finding.span))
     payload.update(
         code=finding.code,
         severity=str(finding.severity),
@@ -78,8 +78,8 @@ def finding_json(path: str, located: Located) -> dict[str, Any]:
     return payload
 
 
-def _span_json(finding: Finding) -> dict[str, int]:
-    span = finding.span
+def _span_json(span: Span) -> dict[str, int]:
+    """1-based, as the CLI contract writes positions."""
     return {
         "line": span.line + 1,
         "column": span.column + 1,
@@ -89,14 +89,7 @@ def _span_json(finding: Finding) -> dict[str, int]:
 
 
 def _edit_json(edit: Edit) -> dict[str, Any]:
-    span = edit.span
-    return {
-        "line": span.line + 1,
-        "column": span.column + 1,
-        "end_line": span.end_line + 1,
-        "end_column": span.end_column + 1,
-        "new_text": edit.new_text,
-    }
+    return {**_span_json(edit.span), "new_text": edit.new_text}
 
 
 def write_json(findings: Sequence[tuple[str, Located]], out: TextIO) -> None:

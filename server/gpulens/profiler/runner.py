@@ -45,7 +45,6 @@ def plan_job(
     line: int | None = None,
     args: Sequence[str] = (),
     backend: str = "auto",
-    on_start: Callable[[subprocess.Popen[bytes]], None] | None = None,
 ) -> dict[str, Any]:
     """The child's job: setup chunks (preamble, cells before) and the target chunk."""
     if cell is None and line is None:
