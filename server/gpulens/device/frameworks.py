@@ -102,6 +102,27 @@ def interpret_probe_output(
     }
 
 
+def run_script(
+    python: str, source: str, argument: str, *, timeout_s: float, env: Mapping[str, str]
+) -> subprocess.CompletedProcess[str]:
+    """Run a standard-library script in the user's interpreter, for a probe or a smoke test.
+
+    Raises `subprocess.TimeoutExpired`, and `OSError` when the interpreter cannot start.
+    """
+    return subprocess.run(
+        [python, "-c", source, argument],
+        capture_output=True,
+        text=True,
+        errors="replace",
+        timeout=timeout_s,
+        env=dict(env),
+        # a neutral working directory: a stray `torch.py` in the server's cwd must not shadow
+        cwd=tempfile.gettempdir(),
+        stdin=subprocess.DEVNULL,
+        check=False,
+    )
+
+
 def run_probe(
     framework: str,
     python: str,
@@ -115,20 +136,10 @@ def run_probe(
     child_env.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
     child_env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     child_env["PYTHONUNBUFFERED"] = "1"
-    command = [python, "-c", probe_source(), framework]
     started = time.perf_counter()
     try:
-        # A neutral working directory: a stray `torch.py` in the server's cwd must not shadow.
-        completed = subprocess.run(
-            command,
-            capture_output=True,
-            text=True,
-            errors="replace",
-            timeout=timeout_s,
-            env=child_env,
-            cwd=tempfile.gettempdir(),
-            stdin=subprocess.DEVNULL,
-            check=False,
+        completed = run_script(
+            python, probe_source(), framework, timeout_s=timeout_s, env=child_env
         )
     except subprocess.TimeoutExpired as expired:
         stdout = expired.stdout if isinstance(expired.stdout, str) else ""

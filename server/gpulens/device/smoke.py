@@ -5,12 +5,11 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from gpulens.device.frameworks import FrameworkReport
+from gpulens.device.frameworks import FrameworkReport, run_script
 
 SMOKE_MARKER = "GPULENS_SMOKE "
 DEFAULT_TIMEOUT_S = 120.0
@@ -40,21 +39,16 @@ def run_smoke_test(
     source = Path(__file__).with_name("_smoke_script.py").read_text(encoding="utf-8")
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     try:
-        completed = subprocess.run(
-            [python, "-c", source, framework],
-            capture_output=True,
-            text=True,
-            errors="replace",
-            timeout=timeout_s,
-            env=env,
-            cwd=tempfile.gettempdir(),
-            stdin=subprocess.DEVNULL,
-            check=False,
-        )
+        completed = run_script(python, source, framework, timeout_s=timeout_s, env=env)
     except subprocess.TimeoutExpired:
         return {
             "framework": framework,
             "error": f"The smoke test did not finish within {timeout_s:g} s.",
+        }
+    except OSError as error:
+        return {
+            "framework": framework,
+            "error": f"The interpreter {python} could not be started ({error.strerror}).",
         }
     result = parse_smoke_output(completed.stdout)
     if result is None:

@@ -126,3 +126,11 @@ def test_cpu_and_memory_parsing() -> None:
     assert parse_cpuinfo("Hardware\t: BCM2835\n") == "BCM2835"
     assert parse_cpuinfo("") is None
     assert parse_meminfo_total("MemTotal:       16384 kB\nMemFree: 1 kB\n") == 16384 * 1024
+
+
+def test_smoke_test_with_a_missing_interpreter_says_so() -> None:
+    from gpulens.device.smoke import run_smoke_test
+
+    result = run_smoke_test("/nonexistent/bin/python3", "torch")
+    assert result["framework"] == "torch"
+    assert "/nonexistent/bin/python3 could not be started" in result["error"]
