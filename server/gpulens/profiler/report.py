@@ -167,6 +167,20 @@ def _ms(seconds: float, count: int) -> str:
     return f"{seconds * 1e3:.2f}" if count else ""
 
 
+def _source_rows(payload: dict[str, Any]) -> list[tuple[int, str, dict[str, Any] | None]]:
+    """(line number, source text, the line's costs or None) for every line of the cell, or
+    for the profiled lines alone when the payload carries no source."""
+    by_line = {line["line"]: line for line in payload.get("lines", [])}
+    first = payload.get("source", {}).get("first_line") or 1
+    code = payload.get("code") or []
+    if not code:
+        return [(number, "", by_line[number]) for number in sorted(by_line)]
+    return [
+        (number, text.rstrip("\n"), by_line.get(number))
+        for number, text in enumerate(code, start=first)
+    ]
+
+
 def render_text(payload: dict[str, Any]) -> str:
     """A line_profiler-style table: every line of the cell, its costs, then hints."""
     out = [
@@ -180,13 +194,7 @@ def render_text(payload: dict[str, Any]) -> str:
         f"{'Syncs':>6} {'Stall ms':>9}  {'Copies':<34} Source"
     )
     out += ["", header, "=" * len(header)]
-    by_line = {line["line"]: line for line in payload.get("lines", [])}
-    first = payload.get("source", {}).get("first_line") or 1
-    code = payload.get("code") or []
-    numbers = list(range(first, first + len(code))) if code else sorted(by_line)
-    for number in numbers:
-        text = code[number - first].rstrip("\n") if code else ""
-        line = by_line.get(number)
+    for number, text, line in _source_rows(payload):
         if line is None:
             out.append(
                 f"{number:>6} {'':>7} {'':>9} {'':>8} {'':>9} {'':>6} {'':>9}  {'':<34} {text}"
@@ -238,14 +246,8 @@ def render_html(payload: dict[str, Any], page: bool = False) -> str:
     """An HTML table of the profile; `page=True` gives a self-contained document."""
     esc = html.escape
     rows = []
-    by_line = {line["line"]: line for line in payload.get("lines", [])}
-    first = payload.get("source", {}).get("first_line") or 1
-    code = payload.get("code") or []
-    numbers = list(range(first, first + len(code))) if code else sorted(by_line)
     gpu_total = sum(line["kernels"]["gpu_s"] for line in payload.get("lines", [])) or 0
-    for number in numbers:
-        text = code[number - first].rstrip("\n") if code else ""
-        line = by_line.get(number)
+    for number, text, line in _source_rows(payload):
         if line is None:
             rows.append(
                 f'<tr><td>{number}</td><td colspan="7"></td><td class="src">{esc(text)}</td></tr>'
