@@ -191,3 +191,8 @@ def simple_name(node: ast.expr) -> str:
     if isinstance(node, ast.Attribute):
         return node.attr
     return ""
+
+
+def keyword(call: ast.Call, name: str) -> ast.keyword | None:
+    """The `name=` argument of a call, if it has one."""
+    return next((k for k in call.keywords if k.arg == name), None)

@@ -10,7 +10,15 @@ from __future__ import annotations
 import ast
 
 from gpulens.analysis import frameworks as fw
-from gpulens.analysis.symbols import Imports, Kind, Scope, Value, dotted_name, simple_name
+from gpulens.analysis.symbols import (
+    Imports,
+    Kind,
+    Scope,
+    Value,
+    dotted_name,
+    keyword,
+    simple_name,
+)
 
 GPU_DEVICE = Value(Kind.DEVICE)
 
@@ -85,9 +93,9 @@ class Evaluator:
             return True
         if call.func.attr != "to":
             return False
-        for keyword in call.keywords:
-            if keyword.arg == "device":
-                return bool(self.device_of(keyword.value))
+        device = keyword(call, "device")
+        if device is not None:
+            return bool(self.device_of(device.value))
         if not call.args:
             return False
         first = call.args[0]
@@ -207,7 +215,7 @@ class Evaluator:
         if receiver is None:
             return None
         if method == "to":  # a dtype or the CPU
-            if receiver.kind is Kind.GPU and self._to_cpu(node):
+            if receiver.kind is Kind.GPU and self.moves_to_cpu(node):
                 return None
             return receiver
         kind = receiver.kind
@@ -229,11 +237,12 @@ class Evaluator:
             return receiver
         return None
 
-    def _to_cpu(self, node: ast.Call) -> bool:
-        target = node.args[0] if node.args else None
-        for keyword in node.keywords:
-            if keyword.arg == "device":
-                target = keyword.value
+    def moves_to_cpu(self, node: ast.Call) -> bool:
+        """`x.to("cpu")`, `x.to(device="cpu")`: a copy to the host."""
+        if not isinstance(node.func, ast.Attribute) or node.func.attr != "to":
+            return False
+        device = keyword(node, "device")
+        target = device.value if device is not None else node.args[0] if node.args else None
         return self.device_of(target) is False
 
     def _library_call(self, node: ast.Call, name: str) -> Value | object | None:
@@ -243,7 +252,8 @@ class Evaluator:
             or name in fw.TORCH_LIKE_FACTORIES
             or name == "torch.from_numpy"
         ):
-            device = _keyword(node, "device")
+            bound = keyword(node, "device")
+            device = bound.value if bound is not None else None
             if device is not None:
                 return Value(Kind.GPU, exact=True) if self.device_of(device) else None
             if name in fw.TORCH_LIKE_FACTORIES and node.args:
@@ -290,13 +300,6 @@ class Evaluator:
         if isinstance(node, ast.ListComp | ast.GeneratorExp):
             return False  # judged where the comprehension is walked
         return self.on_gpu(node)
-
-
-def _keyword(call: ast.Call, name: str) -> ast.expr | None:
-    for keyword in call.keywords:
-        if keyword.arg == name:
-            return keyword.value
-    return None
 
 
 def _builds_module(func: ast.Attribute, evaluator: Evaluator) -> bool:

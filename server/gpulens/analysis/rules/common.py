@@ -19,10 +19,6 @@ def shown(ctx: Context, node: ast.AST) -> str:
     return text if len(text) <= _MAX_SHOWN else text[: _MAX_SHOWN - 1] + "…"
 
 
-def keyword(call: ast.Call, name: str) -> ast.keyword | None:
-    return next((k for k in call.keywords if k.arg == name), None)
-
-
 def has_double_star(call: ast.Call) -> bool:
     return any(k.arg is None for k in call.keywords)
 

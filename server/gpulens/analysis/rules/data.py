@@ -7,9 +7,9 @@ import ast
 from gpulens.analysis import frameworks as fw
 from gpulens.analysis.context import Condition, Context
 from gpulens.analysis.model import Finding, Fix, Severity
-from gpulens.analysis.rules.common import add_keyword, has_double_star, keyword, replace, shown
+from gpulens.analysis.rules.common import add_keyword, has_double_star, replace, shown
 from gpulens.analysis.rules.registry import checks, rule
-from gpulens.analysis.symbols import Kind, names_in
+from gpulens.analysis.symbols import Kind, keyword, names_in
 
 SLOW_LOADER = rule(
     "GPU005",

@@ -7,9 +7,9 @@ import ast
 from gpulens.analysis import frameworks as fw
 from gpulens.analysis.context import Context
 from gpulens.analysis.model import Edit, Fix, Severity, Span
-from gpulens.analysis.rules.common import add_keyword, keyword, shown, starts_line
+from gpulens.analysis.rules.common import add_keyword, has_double_star, shown, starts_line
 from gpulens.analysis.rules.registry import checks, rule
-from gpulens.analysis.symbols import Kind, names_in
+from gpulens.analysis.symbols import Kind, keyword, names_in
 
 CPU_THEN_MOVED = rule(
     "GPU003",
@@ -94,7 +94,7 @@ def is_cpu_factory(call: ast.Call, ctx: Context) -> bool:
     if name in fw.TORCH_DATA_FACTORIES:
         # torch.tensor(numpy_array) must copy anyway; only literal data is worth a finding
         return bool(call.args) and _is_literal(call.args[0])
-    return not any(k.arg is None for k in call.keywords)
+    return not has_double_star(call)
 
 
 def _is_literal(node: ast.expr) -> bool:

@@ -7,8 +7,8 @@ import ast
 from gpulens.analysis import frameworks as fw
 from gpulens.analysis.context import Condition, Context
 from gpulens.analysis.model import Edit, Finding, Fix, Severity
-from gpulens.analysis.rules.common import keyword
 from gpulens.analysis.rules.registry import checks, rule
+from gpulens.analysis.symbols import keyword
 
 UNALIGNED_SIZE = rule(
     "GPU010",

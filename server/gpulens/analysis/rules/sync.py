@@ -56,7 +56,7 @@ def check_sync_call(node: ast.Call, ctx: Context) -> None:
     if isinstance(func, ast.Attribute):
         receiver = ctx.value(func.value)
         on_gpu = receiver is not None and receiver.on_gpu
-        if on_gpu and (func.attr in fw.SYNC_METHODS or _moves_to_cpu(node, ctx)):
+        if on_gpu and (func.attr in fw.SYNC_METHODS or ctx.evaluator.moves_to_cpu(node)):
             ctx.report(
                 SYNC_IN_LOOP,
                 node,
@@ -178,16 +178,6 @@ def _report_device_sync(node: ast.Call, loop: Loop, ctx: Context) -> None:
         f"{loop.describe()}, so the CPU cannot queue the next step while the GPU runs. "
         "Synchronize once after the loop, or only around what you time.",
     )
-
-
-def _moves_to_cpu(node: ast.Call, ctx: Context) -> bool:
-    if not isinstance(node.func, ast.Attribute) or node.func.attr != "to":
-        return False
-    target = node.args[0] if node.args else None
-    for keyword in node.keywords:
-        if keyword.arg == "device":
-            target = keyword.value
-    return ctx.evaluator.device_of(target) is False
 
 
 def _accumulate_fixes(

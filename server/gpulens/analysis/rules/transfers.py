@@ -7,9 +7,9 @@ import ast
 from gpulens.analysis import frameworks as fw
 from gpulens.analysis.context import Context
 from gpulens.analysis.model import Edit, Fix, Severity, Span
-from gpulens.analysis.rules.common import add_keyword, keyword, replace, shown
+from gpulens.analysis.rules.common import add_keyword, replace, shown
 from gpulens.analysis.rules.registry import checks, rule
-from gpulens.analysis.symbols import Kind, names_in
+from gpulens.analysis.symbols import Kind, keyword, names_in
 
 PER_ITEM_COPIES = rule(
     "GPU002",
