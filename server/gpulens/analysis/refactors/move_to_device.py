@@ -106,6 +106,21 @@ def _device_variable(doc: Document, first: int, device: str) -> tuple[str, list[
     name = _assigned_device(doc, doc.tree.body)
     if name is not None:
         return name, []
+    return _new_device_variable(doc, device)
+
+
+def device_preamble(text: str, device: str) -> tuple[str, Edit] | None:
+    """A new module-level device variable for ``text``: its name and the edit that defines
+    it after the import header (with `import torch` if the header lacks it). None when the
+    text does not parse."""
+    doc = Document.parse(text)
+    if doc is None:
+        return None
+    name, lines = _new_device_variable(doc, device)
+    return name, doc.insert_lines(doc.import_insertion_line(), lines)
+
+
+def _new_device_variable(doc: Document, device: str) -> tuple[str, list[str]]:
     taken = doc.bound_names()
     name = "device" if "device" not in taken else fresh_name(taken, "torch_device")
     lines: list[str] = []

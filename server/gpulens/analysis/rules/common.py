@@ -71,34 +71,3 @@ def after_loop(ctx: Context, loop: Loop, code: str) -> Edit | None:
     if loop.statement is None or loop.called_from:
         return None
     return insert_after(ctx, loop.statement, code)
-
-
-def after_imports(ctx: Context) -> int:
-    """The 0-based line after the module docstring, `__future__` and top-level imports."""
-    line = 0
-    for statement in ctx.tree.body:
-        if isinstance(statement, ast.Import | ast.ImportFrom) or (
-            isinstance(statement, ast.Expr)
-            and isinstance(statement.value, ast.Constant)
-            and isinstance(statement.value.value, str)
-            and line == 0
-        ):
-            line = statement.end_lineno or statement.lineno
-        else:
-            break
-    return line
-
-
-def device_preamble(ctx: Context, torch: str) -> tuple[str, Edit]:
-    """The name `device` and the edit that defines it after the imports."""
-    chosen = ctx.config.device
-    if chosen == "cuda":
-        expression = f'{torch}.device("cuda" if {torch}.cuda.is_available() else "cpu")'
-    else:
-        expression = f'{torch}.device("{chosen}")'
-    line = after_imports(ctx)
-    lines = ctx.source.lines
-    if line < len(lines):
-        return "device", Edit(Span.point(line, 0), f"device = {expression}\n")
-    last = len(lines) - 1  # the file ends on its imports, with no newline
-    return "device", Edit(Span.point(last, len(lines[last])), f"\ndevice = {expression}\n")

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from gpulens.analysis import frameworks as fw
 from gpulens.analysis.context import Condition, Context
 from gpulens.analysis.model import Edit, Finding, Fix, Severity, Span
-from gpulens.analysis.rules.common import device_preamble
+from gpulens.analysis.refactors.move_to_device import device_preamble
 from gpulens.analysis.rules.registry import checks, rule
 
 HARD_CODED_DEVICE = rule(
@@ -89,15 +89,18 @@ def _site(span: Span, spelled: Callable[[str], str], ctx: Context) -> None:
             (Fix(f"Use `{variable}`", (Edit(span, spelled(variable)),)),),
         )
         return
-    torch = ctx.spelled("torch", "torch")
-    if torch is None:
+    if ctx.spelled("torch", "torch") is None:
         return
-    name, preamble = device_preamble(ctx, torch)
+    # the same preamble "Move to device" writes: a free name, `import torch` if missing
+    made = device_preamble(ctx.source.text, ctx.config.device)
+    if made is None:
+        return  # the file does not parse as a whole: no edit after its imports
+    name, preamble = made
     finding = Finding(
         HARD_CODED_DEVICE.code,
         HARD_CODED_DEVICE.severity,
         f"`{text}` hard-codes the GPU, as do other places in this file. Choose the device "
-        f"once (`{name} = {torch}.device(...)`) and use it everywhere.",
+        f"once (`{name} = torch.device(...)`) and use it everywhere.",
         span,
         (Fix(f"Define `{name}` once and use it here", (preamble, Edit(span, spelled(name)))),),
     )
