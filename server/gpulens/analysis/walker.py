@@ -56,7 +56,8 @@ class _Walker(FunctionResultsMixin):
         self.evaluator = ctx.evaluator
         self.memo = memo
         self.call_sites: defaultdict[str, CallSites] = defaultdict(CallSites)
-        self._pending: list[list[tuple[Function, Scope, bool]]] = []
+        # per scope being walked: its function definitions, walked once the scope is done
+        self._deferred_functions: list[list[tuple[Function, Scope, bool]]] = []
         self._recordings: list[Recording] = []
         # per walk: fingerprints of names looked up in a scope, device variables in scope
         # (keyed by the scope's id; scopes live as long as the walk)
@@ -67,9 +68,9 @@ class _Walker(FunctionResultsMixin):
 
     def scope_body(self, body: list[ast.stmt], *, is_class: bool = False) -> None:
         """Walk a module, function or class body, then the functions defined in it."""
-        self._pending.append([])
+        self._deferred_functions.append([])
         self.block(body)
-        functions = self._pending.pop()
+        functions = self._deferred_functions.pop()
         # callers are usually defined after their callees: walking in reverse source
         # order lets a callee see what its callers pass; a class's __init__ comes first
         # so its methods see the attributes it sets
@@ -134,7 +135,7 @@ class _Walker(FunctionResultsMixin):
                 self.expressions(*(d for d in node.args.kw_defaults if d is not None))
                 self.bind(node.name, Value(Kind.FUNCTION, origin=node))
                 is_method = self.evaluator.scope.kind == "class"
-                self._pending[-1].append((node, self.evaluator.scope, is_method))
+                self._deferred_functions[-1].append((node, self.evaluator.scope, is_method))
             case ast.ClassDef():
                 self.class_def(node)
             case ast.Assign(targets=targets, value=value):

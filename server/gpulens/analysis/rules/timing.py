@@ -156,18 +156,15 @@ def _report(node: ast.Call, interval: _Interval, ctx: Context) -> None:
 
 def _sync_fix(interval: _Interval, ctx: Context) -> tuple[Fix, ...]:
     statement = ctx.statement
-    if not isinstance(statement, _SIMPLE) or statement is None:
+    if not isinstance(statement, _SIMPLE):
         return ()
-    lines: list[str] = []
-    for lib in sorted(interval.pending):
-        line = _sync_line(lib, interval, ctx)
-        if line is None:
-            return ()
-        lines.append(line)
-    edits = [insert_before(ctx, statement, line) for line in lines]
-    if not edits or any(e is None for e in edits):
-        return ()
-    return (Fix("Synchronize before reading the clock", tuple(e for e in edits if e)),)
+    lines = [_sync_line(lib, interval, ctx) for lib in sorted(interval.pending)]
+    if not lines or None in lines:
+        return ()  # a framework whose wait we cannot spell here
+    edits = [insert_before(ctx, statement, line) for line in lines]  # type: ignore[arg-type]
+    if None in edits:
+        return ()  # the statement shares its line: no room for a line above it
+    return (Fix("Synchronize before reading the clock", tuple(edits)),)  # type: ignore[arg-type]
 
 
 def _sync_line(lib: str, interval: _Interval, ctx: Context) -> str | None:
