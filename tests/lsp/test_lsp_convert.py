@@ -10,7 +10,8 @@ from lsprotocol import types
 from pygls.workspace.position_codec import PositionCodec
 
 from gpulens.analysis import Span
-from gpulens.lsp.code_actions import suppression_edit, wanted
+from gpulens.analysis.config import suppression_edit
+from gpulens.lsp.code_actions import wanted
 from gpulens.lsp.convert import LineIndex, edits_to_text_edits, minimal_replacement
 from gpulens.lsp.settings import merge, parse_settings, settings_from_initialization_options
 

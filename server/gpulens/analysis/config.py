@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
 
-from gpulens.analysis.model import Finding, Severity
+from gpulens.analysis.model import Edit, Finding, Severity, Span
 
 
 class ConfigError(ValueError):
@@ -147,6 +147,21 @@ def suppressions(lines: list[str]) -> dict[int, frozenset[str] | None]:
             else frozenset(c.strip().upper() for c in codes.split(",") if c.strip())
         )
     return found
+
+
+def suppression_edit(line_text: str, line: int, code: str) -> Edit:
+    """The edit that silences ``code`` on a line: the code added to the line's
+    `# gpulens: ignore[...]`, or such a comment appended."""
+    content = line_text.rstrip("\r\n")
+    match = _SUPPRESSION.search(content)
+    if match is not None and match.group("codes") is None:
+        return Edit(Span.point(line, len(content)), "")  # a bare ignore silences every code
+    if match is not None:
+        end = match.end("codes")
+        joiner = ", " if match.group("codes").strip() else ""
+        return Edit(Span.point(line, end), f"{joiner}{code}")
+    end = len(content.rstrip())
+    return Edit(Span(line, end, line, len(content)), f"  # gpulens: ignore[{code}]")
 
 
 def is_suppressed(finding: Finding, table: Mapping[int, frozenset[str] | None]) -> bool:

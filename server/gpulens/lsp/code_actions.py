@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -18,6 +17,7 @@ from lsprotocol import types
 from pygls.workspace.position_codec import PositionCodec
 
 from gpulens.analysis import Analysis, Edit, Finding, Span
+from gpulens.analysis.config import suppression_edit
 from gpulens.analysis.edits import apply_edits, first_safe_fix, fix_all_edits
 from gpulens.analysis.incremental import DocumentAnalyzer
 from gpulens.lsp.convert import (
@@ -44,8 +44,6 @@ FIX_ALL_TITLE = "Fix all gpulens problems"
 # A fix can enable another (a variable moved to the device makes a later copy redundant);
 # five rounds settle every case we know, and bound the cost of a pathological one.
 MAX_FIX_ALL_ROUNDS = 5
-
-_SUPPRESSION = re.compile(r"#\s*gpulens:\s*ignore\[(?P<codes>[^\]]*)\]")
 
 
 def wanted(kind: str, only: Sequence[str] | None) -> bool:
@@ -144,18 +142,6 @@ def _quick_fixes(
                 )
             )
     return actions
-
-
-def suppression_edit(line_text: str, line: int, code: str) -> Edit:
-    """Add ``code`` to the line's `# gpulens: ignore[...]` comment, or append one."""
-    content = line_text.rstrip("\r\n")
-    match = _SUPPRESSION.search(content)
-    if match is not None:
-        end = match.end("codes")
-        joiner = ", " if match.group("codes").strip() else ""
-        return Edit(Span.point(line, end), f"{joiner}{code}")
-    end = len(content.rstrip())
-    return Edit(Span(line, end, line, len(content)), f"  # gpulens: ignore[{code}]")
 
 
 def _suppressions(
