@@ -4,10 +4,12 @@ Cells: launch-bound (784-512-10 MLP, batch 256, SGD, `.item()` per step; 200 and
 steps) and compute-bound (20 bf16 8192^3 matmuls). Each runs plain, under gpulens
 (cupti backend) and under torch.profiler(with_stack=True) aggregated per line; "end to end"
 runs from the start of the profile to the per-line result, "running" is the cell alone.
+Ratios are medians over pairs of runs side by side (each profiled run over the plain run
+next to it).
 Targets (DESIGN.md): launch-bound <= 1.3x end to end and <= 1.15x running; compute-bound
 <= 1.05x end to end; decode + attribution <= 50 ms per 10k records.
 
-    python benchmarks/profiler_overhead.py [--reps 3]
+    python benchmarks/profiler_overhead.py [--reps 9]
 """
 
 from __future__ import annotations
@@ -108,14 +110,21 @@ def measure(label: str, source: str, namespace: dict[str, Any], reps: int, torch
     for _ in range(reps):  # interleaved, so clock drift hits both alike
         base.append(plain(code, namespace))
         lens.append(with_gpulens(code, namespace))
-    kineto = [with_gpulens(code, namespace, "torch") for _ in range(torch_reps)]
+    kineto = []
+    for _ in range(torch_reps):
+        kineto.append(with_gpulens(code, namespace, "torch"))
+        base.append(plain(code, namespace))
     p = median(base, "e2e")
-    print(f"\n== {label}: plain {p * 1e3:.1f} ms (median of {reps})")
+    print(f"\n== {label}: plain {p * 1e3:.1f} ms (median of {len(base)})")
     for name, runs in (("gpulens", lens), ("torch.profiler", kineto)):
-        e2e, run = median(runs, "e2e"), median(runs, "run")
+        # each profiled run over the plain run beside it: the GPU's clocks and the machine's
+        # load drift over a run, and a pair sees the same drift
+        pairs = base[:reps] if runs is lens else base[reps:]
+        e2e = statistics.median(r["e2e"] / b["e2e"] for r, b in zip(runs, pairs, strict=True))
+        run = statistics.median(r["run"] / b["e2e"] for r, b in zip(runs, pairs, strict=True))
         print(
-            f"  {name:<15} end to end {e2e * 1e3:9.1f} ms = {e2e / p:5.2f}x   "
-            f"running {run * 1e3:9.1f} ms = {run / p:5.2f}x"
+            f"  {name:<15} end to end {median(runs, 'e2e') * 1e3:9.1f} ms = {e2e:5.2f}x   "
+            f"running {median(runs, 'run') * 1e3:9.1f} ms = {run:5.2f}x"
         )
     records = median(lens, "records")
     per10k = median(lens, "decode_attr_s") / max(records, 1) * 1e4
@@ -130,7 +139,7 @@ def measure(label: str, source: str, namespace: dict[str, Any], reps: int, torch
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--reps", type=int, default=9)
     parser.add_argument("--torch-reps", type=int, default=1)
     options = parser.parse_args()
     import torch

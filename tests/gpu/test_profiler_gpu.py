@@ -65,10 +65,11 @@ def profile(
         timings=capture.timings,
     )
     folder = os.environ.get("GPULENS_FIXTURE_DIR")
-    if folder and backend == "cupti":
+    if folder:
         os.makedirs(folder, exist_ok=True)
         fixture = {
             "name": name,
+            "filename": filename,
             "source": source,
             "backend": capture.backend,
             "events": capture.events,
@@ -155,20 +156,7 @@ for step in range(steps):
 
 
 @needs_cupti
-@pytest.mark.parametrize(
-    "backend",
-    [
-        "cupti",
-        pytest.param(
-            "torch",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="torch 2.11: the runtime sync events carry no Python stack, so the "
-                "torch backend cannot place syncs on lines (seen on the H200)",
-            ),
-        ),
-    ],
-)
+@pytest.mark.parametrize("backend", ["cupti", "torch"])
 def test_item_every_step_is_one_sync_and_one_small_d2h(torch: Any, backend: str) -> None:
     steps = 50
     namespace = {"torch": torch, "x": torch.ones(1000, device="cuda"), "steps": steps}
@@ -195,7 +183,8 @@ for step in range(steps):
 
 
 @needs_cupti
-def test_backward_on_the_autograd_thread_lands_on_its_line(torch: Any) -> None:
+@pytest.mark.parametrize("backend", ["cupti", "torch"])
+def test_backward_on_the_autograd_thread_lands_on_its_line(torch: Any, backend: str) -> None:
     steps = 20
     torch.manual_seed(0)
     model = torch.nn.Sequential(
@@ -210,7 +199,9 @@ def test_backward_on_the_autograd_thread_lands_on_its_line(torch: Any) -> None:
         "target": torch.randint(0, 10, (256,), device="cuda"),
     }
     exec(compile(TRAIN.replace("steps)", "2)"), "<warmup>", "exec"), namespace)
-    _capture, payload, lines = profile("train_step", TRAIN, namespace)
+    name = "train_step" if backend == "cupti" else f"train_step_{backend}"
+    capture, payload, lines = profile(name, TRAIN, namespace, backend)
+    assert capture.backend == backend, capture.warnings
     assert payload["unattributed"] == {"kernels": 0, "transfers": 0, "syncs": 0, "memsets": 0}
     backward = lines[line_of(TRAIN, "# backward")]
     assert backward["kernels"]["count"] > 0

@@ -1,7 +1,7 @@
 """Capture: run a cell's code object under one backend, return its line events and records.
 
 Backends, best first: ``cupti`` (CUPTI activity records through cupti-python, joined to the
-line timeline by time), ``torch`` (torch.profiler, lines from Python stacks), ``host`` (hits
+line timeline by time), ``torch`` (torch.profiler, joined by time too), ``host`` (hits
 and host time only). ``auto`` takes the best one this process can use and says in
 ``warnings`` why a better one was passed over. Nothing heavy is imported at module level.
 """
@@ -100,7 +100,7 @@ def open_session(requested: str = "auto") -> tuple[Session, list[str]]:
                 session = TorchSession()
                 warnings.append(
                     "torch.profiler backend: install cupti-python (gpulens[cupti]) for "
-                    "cheaper capture and for work launched from other threads"
+                    "cheaper capture and copy sizes"
                 )
                 return session, warnings
             except TorchUnavailable as error:

@@ -24,9 +24,22 @@ from typing import Any
 CUPTI_SUCCESS = 0
 FLUSH_FORCED = 1
 BUFFER_BYTES = 8 * 1024 * 1024
+# idle buffers kept between profiles (CUPTI asks for one at a time per context)
+IDLE_BUFFERS_KEPT = 4
 # API calls that make or wait for GPU work; everything else (cudaGetDevice, cudaMalloc,
 # cuCtxGetCurrent, ...) is not recorded, which cut API records 13x on a training loop.
 API_NAMES = re.compile(r"Launch|Memcpy|Memset|Synchronize|WaitEvent|GraphLaunch", re.IGNORECASE)
+# Of the others, those made around nearly every launch (a 50-step training loop made 8,556
+# cudaGetDevice, 2,350 cuDevicePrimaryCtxGetState and 700 cuKernelGetName calls for 1,000
+# launches, on the H200) are not recorded at all; rarer ones are recorded, then dropped.
+CHATTY_API_NAMES = re.compile(
+    r"cudaGetDevice|cudaSetDevice|cudaGetLastError|cudaPeekAtLastError|cudaDeviceGetAttribute"
+    r"|cudaStreamIsCapturing|cudaStreamGetCaptureInfo|cudaPointerGetAttributes"
+    r"|cudaFuncGetAttributes|cudaEventRecord|cudaEventQuery|cudaStreamQuery"
+    r"|cuDevicePrimaryCtxGetState|cuCtxGetCurrent|cuCtxSetCurrent|cuCtxGetDevice"
+    r"|cuKernelGet|cuFuncGetAttribute|cuOccupancy|cuPointerGetAttribute|cuStreamGetCaptureInfo"
+    r"|cuStreamIsCapturing|cuDeviceGet|cuGetProcAddress|cuLibraryGetKernel|cuModuleGetFunction"
+)
 
 _REQUEST = ctypes.CFUNCTYPE(
     None,
@@ -61,75 +74,78 @@ def _libcupti_path() -> str | None:
 
 
 class _BufferSink:
-    """Process-wide buffer callbacks (kept alive forever: CUPTI may call them at any time)."""
+    """Process-wide buffer callbacks (kept alive forever: CUPTI may call them at any time).
+
+    By default CUPTI zeroes each buffer it is handed, on the thread that made the record:
+    ~0.5 ms per 8 MB buffer inside the cell, on the first launch after `begin` (measured on
+    the H200). So buffers come zeroed from here (`ZEROED_OUT_ACTIVITY_BUFFER`): calloc'd once,
+    reused across profiles, and only the bytes CUPTI wrote are cleared after it hands one back.
+    """
 
     def __init__(self, lib: ctypes.CDLL) -> None:
         self.lib = lib
         self.lock = threading.Lock()
-        self.live: dict[int, ctypes.Array[ctypes.c_char]] = {}
+        self.live: set[int] = set()
+        self.idle: list[int] = []
         self.completed: list[bytes] = []
         self.collecting = False
+        libc = ctypes.CDLL(None)
+        self._calloc = libc.calloc
+        self._calloc.restype = ctypes.c_void_p
+        self._calloc.argtypes = [ctypes.c_size_t, ctypes.c_size_t]
+        self._free = libc.free
+        self._free.argtypes = [ctypes.c_void_p]
         self.request = _REQUEST(self._on_request)
         self.complete = _COMPLETE(self._on_complete)
 
-    def _on_request(self, buffer: Any, size: Any, max_records: Any) -> None:
-        block = ctypes.create_string_buffer(BUFFER_BYTES)  # malloc'd: 16-byte aligned
-        address = ctypes.addressof(block)
+    def reserve(self, count: int) -> None:
+        """Keeps `count` idle buffers ready, so no allocation happens while a cell runs."""
         with self.lock:
-            self.live[address] = block
-        buffer[0] = address
-        size[0] = BUFFER_BYTES
+            while len(self.idle) < count:
+                address = self._calloc(1, BUFFER_BYTES)  # 16-byte aligned; CUPTI needs 8
+                if not address:
+                    return
+                self.idle.append(address)
+
+    def zeroed_buffers(self, attribute: int, value: int | None) -> int | None:
+        """Sets CUPTI's "buffers come zeroed" flag (None: leaves it); returns the old value."""
+        old, size = ctypes.c_uint8(), ctypes.c_size_t(1)
+        if self.lib.cuptiActivityGetAttribute(attribute, size, ctypes.byref(old)) != 0:
+            return None
+        if value is not None:
+            new, size = ctypes.c_uint8(value), ctypes.c_size_t(1)
+            if self.lib.cuptiActivitySetAttribute(attribute, size, ctypes.byref(new)) != 0:
+                return None
+        return old.value
+
+    def _on_request(self, buffer: Any, size: Any, max_records: Any) -> None:
+        with self.lock:
+            address = self.idle.pop() if self.idle else self._calloc(1, BUFFER_BYTES)
+            if address:
+                self.live.add(address)
+        # a null buffer makes CUPTI drop records rather than fail; the count is reported
+        buffer[0] = address or None
+        size[0] = BUFFER_BYTES if address else 0
         max_records[0] = 0
 
     def _on_complete(self, context: Any, stream: int, buffer: int, size: int, valid: int) -> None:
         with self.lock:
-            block = self.live.pop(buffer, None)
-            if block is not None and valid and self.collecting:
+            if buffer not in self.live:
+                return
+            self.live.discard(buffer)
+            if valid and self.collecting:
                 self.completed.append(ctypes.string_at(buffer, valid))
+            if len(self.idle) < IDLE_BUFFERS_KEPT:
+                ctypes.memset(buffer, 0, valid)  # zeroed for its next use
+                self.idle.append(buffer)
+            else:
+                self._free(buffer)
 
 
 # the one buffer sink of the process (CUPTI keeps calling what was registered)
 _SINKS: list[_BufferSink] = []
 # whether the stride walk matched CUPTI's own record cursor (checked once per process)
 _WALK_VERIFIED: list[bool] = []
-# (domain, cbid) of the API calls not recorded, computed once per process
-_FILTERED_CBIDS: list[tuple[str, int]] = []
-_SELECTED_CBIDS: list[tuple[str, int]] = []
-
-
-class _CbidRestore:
-    """Turns filtered cbids back on in a background thread (see CuptiSession.finish)."""
-
-    def __init__(self) -> None:
-        self.thread: threading.Thread | None = None
-
-    def start(self, cupti: Any, cbids: list[tuple[str, int]]) -> None:
-        def restore() -> None:
-            for domain, cbid in cbids:
-                setter = (
-                    cupti.activity_enable_runtime_api
-                    if domain == "runtime"
-                    else cupti.activity_enable_driver_api
-                )
-                with contextlib.suppress(Exception):
-                    setter(cbid, 1)
-
-        self.join()
-        self.thread = threading.Thread(target=restore, name="gpulens-cupti-restore", daemon=True)
-        self.thread.start()
-
-    def join(self) -> None:
-        if self.thread is not None:
-            self.thread.join()
-            self.thread = None
-
-
-_RESTORING = _CbidRestore()
-
-
-def wait_for_release() -> None:
-    """Blocks until CUPTI is back to its defaults (for callers handing it to another tool)."""
-    _RESTORING.join()
 
 
 def _configure(lib: ctypes.CDLL) -> None:
@@ -141,6 +157,10 @@ def _configure(lib: ctypes.CDLL) -> None:
         ctypes.POINTER(ctypes.c_void_p),
     ]
     lib.cuptiActivityGetNextRecord.restype = ctypes.c_int
+    for name in ("cuptiActivityGetAttribute", "cuptiActivitySetAttribute"):
+        function = getattr(lib, name)
+        function.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_size_t), ctypes.c_void_p]
+        function.restype = ctypes.c_int
 
 
 def _latest_dtype(module: Any, stem: str) -> Any:
@@ -150,6 +170,77 @@ def _latest_dtype(module: Any, stem: str) -> Any:
     if not found:
         raise CuptiUnavailable(f"cupti-python has no activity_{stem}*_dtype")
     return getattr(module, max(found)[1])
+
+
+class _Tables:
+    """What a process needs to know about its cupti-python once: kinds, dtypes, API calls."""
+
+    def __init__(self, cupti: Any) -> None:
+        kind = cupti.ActivityKind
+        self.kinds = {
+            "api": (int(kind.RUNTIME), int(kind.DRIVER)),
+            "kernels": (int(kind.CONCURRENT_KERNEL),),
+            "memcpy": (int(kind.MEMCPY),),
+            "memset": (int(kind.MEMSET),),
+            "syncs": (int(kind.SYNCHRONIZATION),),
+        }
+        self.dtypes = {
+            "api": cupti.activity_api_dtype,
+            "kernels": _latest_dtype(cupti, "kernel"),
+            "memcpy": _latest_dtype(cupti, "memcpy"),
+            "memset": _latest_dtype(cupti, "memset"),
+            "syncs": _latest_dtype(cupti, "synchronization"),
+        }
+        self.family_of = {k: family for family, kinds in self.kinds.items() for k in kinds}
+        self.sizes = {k: self.dtypes[family].itemsize for k, family in self.family_of.items()}
+        self.copy_names = _enum_names(cupti.ActivityMemcpyKind, {"PTOP": "ptop"})
+        self.memory_names = _enum_names(cupti.ActivityMemoryKind, {})
+        self.zeroed_attribute = int(cupti.ActivityAttribute.ATTR_ZEROED_OUT_BUFFER)
+        sync = cupti.ActivitySynchronizationType
+        self.sync_names = {
+            int(sync.CONTEXT_SYNCHRONIZE): "context",
+            int(sync.STREAM_SYNCHRONIZE): "stream",
+            int(sync.EVENT_SYNCHRONIZE): "event",
+            int(sync.STREAM_WAIT_EVENT): "wait",
+        }
+        # API calls by key (activity kind << 32 | cbid): which are kept, which to turn off
+        self.setters = {
+            int(kind.RUNTIME): cupti.activity_enable_runtime_api,
+            int(kind.DRIVER): cupti.activity_enable_driver_api,
+        }
+        self.selected: set[int] = set()
+        self.turned_off: list[int] = []
+        for api_kind, enum in (
+            (int(kind.RUNTIME), cupti.runtime_api_trace_cbid),
+            (int(kind.DRIVER), cupti.driver_api_trace_cbid),
+        ):
+            for member in enum:
+                key = api_kind << 32 | int(member)
+                if API_NAMES.search(member.name):
+                    self.selected.add(key)
+                elif CHATTY_API_NAMES.match(member.name):
+                    self.turned_off.append(key)
+
+    def learn(self, keys: Any) -> None:
+        """Turns off, from the next profile on, unselected calls that showed up in this one."""
+        known = set(self.turned_off)
+        self.turned_off.extend(k for k in keys if k not in self.selected and k not in known)
+
+    def set_api_calls(self, keys: list[int], on: bool) -> list[int]:
+        """Turns the API records of `keys` on or off; returns the keys it could set."""
+        done = []
+        for key in keys:
+            try:
+                self.setters[key >> 32](key & 0xFFFFFFFF, int(on))
+            except Exception:
+                continue
+            done.append(key)
+        return done
+
+
+@functools.lru_cache(maxsize=1)
+def _tables(cupti: Any) -> _Tables:
+    return _Tables(cupti)
 
 
 class CuptiSession:
@@ -166,38 +257,28 @@ class CuptiSession:
             cupti.get_timestamp()  # loads libcupti; fails cleanly without a driver
         except Exception as error:
             raise CuptiUnavailable(f"libcupti did not load ({error})") from error
-        path = _libcupti_path()
-        if path is None:
-            raise CuptiUnavailable("could not find the libcupti that cupti-python loaded")
         if not _SINKS:
+            path = _libcupti_path()
+            if path is None:
+                raise CuptiUnavailable("could not find the libcupti that cupti-python loaded")
             lib = ctypes.CDLL(path)
             _configure(lib)
             _SINKS.append(_BufferSink(lib))
         self.sink = _SINKS[0]
         self.clock = cupti.get_timestamp
-        kind = cupti.ActivityKind
-        self.kinds = {
-            "api": (int(kind.RUNTIME), int(kind.DRIVER)),
-            "kernels": (int(kind.CONCURRENT_KERNEL),),
-            "memcpy": (int(kind.MEMCPY),),
-            "memset": (int(kind.MEMSET),),
-            "syncs": (int(kind.SYNCHRONIZATION),),
-        }
-        self.dtypes = {
-            "api": cupti.activity_api_dtype,
-            "kernels": _latest_dtype(cupti, "kernel"),
-            "memcpy": _latest_dtype(cupti, "memcpy"),
-            "memset": _latest_dtype(cupti, "memset"),
-            "syncs": _latest_dtype(cupti, "synchronization"),
-        }
-        self._filtered: list[tuple[str, int]] = []
-
+        self.tables = _tables(cupti)
+        self.kinds = self.tables.kinds
+        self.dtypes = self.tables.dtypes
+        self._turned_off: list[int] = []
+        self._zeroed_before: int | None = None
         self._enabled: list[int] = []
         self.main_tid = threading.get_native_id()
 
     # -- lifecycle -----------------------------------------------------------------------
     def begin(self) -> None:
         cupti = self.cupti
+        self.sink.reserve(2)
+        self._zeroed_before = self.sink.zeroed_buffers(self.tables.zeroed_attribute, 1)
         with self.sink.lock:
             self.sink.completed.clear()
             self.sink.collecting = True
@@ -218,34 +299,11 @@ class CuptiSession:
             for kind in self.kinds[family]:
                 cupti.activity_enable(kind)
                 self._enabled.append(kind)
-        self._filter_api_records()
-
-    def _filter_api_records(self) -> None:
-        """Keep API records of the calls that make or wait for GPU work only."""
-        cupti = self.cupti
-        if not _FILTERED_CBIDS:
-            for domain, enum in (
-                ("runtime", cupti.runtime_api_trace_cbid),
-                ("driver", cupti.driver_api_trace_cbid),
-            ):
-                for member in enum:
-                    if member.name.startswith(("INVALID", "SIZE", "FORCE_INT")):
-                        continue
-                    chosen = _SELECTED_CBIDS if API_NAMES.search(member.name) else _FILTERED_CBIDS
-                    chosen.append((domain, int(member)))
-        setters = {
-            "runtime": cupti.activity_enable_runtime_api,
-            "driver": cupti.activity_enable_driver_api,
-        }
-        # The kinds must be on and the others turned off: turning on the chosen cbids alone,
-        # with RUNTIME/DRIVER off, gave no API record at all (measured on the H200).
-        _RESTORING.join()
-        for domain, cbid in _FILTERED_CBIDS:
-            try:
-                setters[domain](cbid, 0)
-            except Exception:
-                continue
-            self._filtered.append((domain, cbid))
+        # Records of the calls that neither make nor wait for GPU work are dropped in
+        # decode_buffers; the frequent ones are not even recorded (turned off per cbid,
+        # which works only with RUNTIME/DRIVER on: measured on the H200). Turning off all
+        # ~1,000 cost 0.6 ms on each begin and as much to restore.
+        self._turned_off = self.tables.set_api_calls(self.tables.turned_off, on=False)
 
     def finish(self) -> dict[str, Any]:
         """Waits for the cell's GPU work, flushes, releases CUPTI, decodes. Never raises."""
@@ -261,12 +319,12 @@ class CuptiSession:
             with contextlib.suppress(Exception):
                 cupti.activity_disable(kind)
         self._enabled.clear()
-        # Restoring CUPTI's default (every cbid on) for the next owner takes ~1 ms of
-        # calls: done off the path to the result; the next begin() waits for it.
-        _RESTORING.start(cupti, self._filtered)
-        self._filtered = []
-        with contextlib.suppress(Exception):
-            cupti.activity_flush_all(FLUSH_FORCED)
+        # CUPTI's defaults (every call recorded) back for the next owner, e.g. torch.profiler
+        self.tables.set_api_calls(self._turned_off, on=True)
+        self._turned_off = []
+        if self._zeroed_before is not None:
+            self.sink.zeroed_buffers(self.tables.zeroed_attribute, self._zeroed_before)
+            self._zeroed_before = None
         with self.sink.lock:
             self.sink.collecting = False
             buffers, self.sink.completed = self.sink.completed, []
@@ -374,8 +432,8 @@ def decode_buffers(buffers: list[bytes], session: CuptiSession) -> dict[str, Any
 
     if not buffers:
         return {}
-    family_of = {kind: family for family, kinds in session.kinds.items() for kind in kinds}
-    sizes = {kind: session.dtypes[family].itemsize for kind, family in family_of.items()}
+    tables = session.tables
+    family_of, sizes = tables.family_of, tables.sizes
     widest = max(sizes.values())
     blob = b"".join(buffers) + bytes(widest + 8)  # padding: a gather never reads past the end
     words = memoryview(blob)[: len(blob) // 4 * 4].cast("I")
@@ -411,9 +469,14 @@ def decode_buffers(buffers: list[bytes], session: CuptiSession) -> dict[str, Any
         rows = raw[where[:, None] + np.arange(dtype.itemsize)]
         return np.ascontiguousarray(rows).view(dtype).reshape(-1)
 
-    cupti = session.cupti
     out: dict[str, Any] = {}
     api = gather("api")
+    keys = api["kind"].astype(np.int64) << 32 | api["cbid"].astype(np.int64)
+    seen = np.unique(keys).tolist()
+    tables.learn(seen)
+    kept = [key for key in seen if key in tables.selected]
+    if len(kept) < len(seen):
+        api = api[np.isin(keys, kept)]
     out["api"] = {
         "corr": api["correlation_id"].tolist(),
         "start": api["start"].tolist(),
@@ -431,8 +494,7 @@ def decode_buffers(buffers: list[bytes], session: CuptiSession) -> dict[str, Any
         "stream": kernels["stream_id"].tolist(),
         "name": name_index.reshape(-1).tolist(),
     }
-    copy_names = _enum_names(cupti.ActivityMemcpyKind, {"PTOP": "ptop"})
-    memory_names = _enum_names(cupti.ActivityMemoryKind, {})
+    copy_names, memory_names = tables.copy_names, tables.memory_names
     memcpy = gather("memcpy")
     out["memcpy"] = {
         "corr": memcpy["correlation_id"].tolist(),
@@ -452,12 +514,7 @@ def decode_buffers(buffers: list[bytes], session: CuptiSession) -> dict[str, Any
         "device": memset["device_id"].tolist(),
         "bytes": memset["bytes"].tolist(),
     }
-    sync_names = {
-        int(cupti.ActivitySynchronizationType.CONTEXT_SYNCHRONIZE): "context",
-        int(cupti.ActivitySynchronizationType.STREAM_SYNCHRONIZE): "stream",
-        int(cupti.ActivitySynchronizationType.EVENT_SYNCHRONIZE): "event",
-        int(cupti.ActivitySynchronizationType.STREAM_WAIT_EVENT): "wait",
-    }
+    sync_names = tables.sync_names
     syncs = gather("syncs")
     out["syncs"] = {
         "corr": syncs["correlation_id"].tolist(),
@@ -497,6 +554,7 @@ def _demangler() -> Any:
     return function
 
 
+@functools.lru_cache(maxsize=4096)
 def demangle(name: str) -> str:
     """C++ kernel names as people read them (libstdc++'s demangler), else unchanged."""
     function = _demangler() if name.startswith("_Z") else None

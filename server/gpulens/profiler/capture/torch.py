@@ -1,17 +1,21 @@
 """torch.profiler backend, for when cupti-python is missing.
 
-Kineto's events carry a clock of their own, so GPU work is placed on lines by the Python
-stack torch.profiler records with each op (`with_stack=True`), not by time: an op's
-innermost frame in the cell's file names the line. Work launched where no Python stack
-exists (the autograd engine's backward thread) stays unattributed, and copy sizes are not
-reported; the payload's warnings say so.
+torch.profiler stamps its events in Unix-time nanoseconds (CLOCK_REALTIME, what
+`time.time_ns` reads), given relative to the start of its trace. The line timeline is
+stamped with the same clock, so each op that launched GPU work, and each synchronize, is
+placed on the line the main thread was running when it began: the same join by time as the
+CUPTI backend, which also places the work autograd launches from its own thread. A marker
+op recorded between two reads of our clock checks that the clocks agree; where they do not
+(another torch), the marker gives the offset. Without the marker, work is placed by the
+Python stack torch.profiler records (`with_stack=True`) and work launched without one stays
+unattributed. Kineto's events carry no copy sizes.
 """
 
 from __future__ import annotations
 
 import re
 import time
-from typing import Any
+from typing import Any, TypedDict
 
 _STACK_FRAME = re.compile(r"^(?P<file>.*)\((?P<line>\d+)\): ")
 _SYNC_CALLS = {
@@ -27,10 +31,52 @@ _DEVICE_SYNCS = {"Stream Sync": "stream", "Context Sync": "context", "Event Sync
 _MEMCPY = re.compile(
     r"^Memcpy (?P<dir>HtoD|DtoH|DtoD|HtoH|PtoP)(?: \((?P<src>\w+) -> (?P<dst>\w+)\))?"
 )
+MARKER = "gpulens::clock"
+# CUPTI's overhead records, which Kineto shows as CPU events holding the kernel of the
+# launch they delayed (a second copy of it: seen with "Activity Buffer Request")
+_OVERHEADS = frozenset(
+    {
+        "Activity Buffer Request",
+        "Buffer Flush",
+        "Command Buffer Full",
+        "Driver Compiler",
+        "Instrumentation",
+        "Lazy Function Loading",
+        "Resource",
+        "Runtime Triggered Module Loading",
+        "UVM Activity Init",
+        "Unknown",
+    }
+)
 
 
 class TorchUnavailable(RuntimeError):
     pass
+
+
+class DeviceWork(TypedDict):
+    name: str
+    ns: int
+    device: int
+
+
+class HostCall(TypedDict):
+    """One CPU event of torch.profiler, as plain data (what a fixture stores)."""
+
+    name: str
+    start: int  # ns since the trace began
+    end: int
+    thread: int
+    stack: list[str]  # its own Python stack, else its nearest parent's
+    work: list[DeviceWork]  # the GPU work it launched
+
+
+class ClockMark(TypedDict):
+    """Our clock read just before and just after the marker op; the trace's start."""
+
+    before: int
+    after: int
+    trace_start: int | None
 
 
 class TorchSession:
@@ -44,18 +90,23 @@ class TorchSession:
         if not torch.cuda.is_available():
             raise TorchUnavailable("torch sees no CUDA device")
         self.torch = torch
-        self.clock = time.perf_counter_ns
+        self.clock = time.time_ns  # torch.profiler's clock (an NTP step mid-cell would skew)
         self.warnings: list[str] = []
         self.filename = ""
         self._profile: Any = None
+        self._mark: ClockMark | None = None
 
     def begin(self) -> None:
-        from torch.profiler import ProfilerActivity, profile
+        from torch.profiler import ProfilerActivity, profile, record_function
 
         self._profile = profile(
             activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], with_stack=True
         )
         self._profile.__enter__()
+        before = self.clock()
+        with record_function(MARKER):
+            pass
+        self._mark = ClockMark(before=before, after=self.clock(), trace_start=None)
 
     def finish(self) -> dict[str, Any]:
         began = time.perf_counter()
@@ -66,17 +117,24 @@ class TorchSession:
         except Exception as error:
             self.warnings.append(f"torch.cuda.synchronize failed ({error})")
         self._profile.__exit__(None, None, None)
-        events = self._profile.events()
+        if self._mark is not None:
+            self._mark["trace_start"] = _trace_start_ns(self._profile)
+        calls = host_calls(self._profile.events())
         stopped = time.perf_counter()
-        records = records_from_events(events, self.filename)
+        records = records_from_calls(calls, self.filename, self._mark)
+        # the inputs as plain data, for a bug report or a test fixture
+        records["torch_calls"], records["clock_mark"] = calls, self._mark
         records["_timings"] = {
             "flush_s": stopped - began,
             "decode_s": time.perf_counter() - stopped,
         }
-        self.warnings.append(
-            "torch.profiler backend: copy sizes are not reported, and work launched without a "
-            "Python stack (autograd's backward thread) is counted as unattributed"
-        )
+        if "corr_line" in records:
+            self.warnings.append(
+                "torch.profiler backend: its clock could not be matched to the cell's, so "
+                "work was placed by Python stack; work launched without one (autograd's "
+                "backward thread) is counted as unattributed"
+            )
+        self.warnings.append("torch.profiler backend: copy sizes are not reported")
         self._devices = sorted(set(records["kernels"]["device"]) | set(records["memcpy"]["device"]))
         return records
 
@@ -87,19 +145,93 @@ class TorchSession:
         ]
 
 
-def _line_in(event: Any, filename: str) -> int | None:
-    """Innermost stack frame in the cell's file, walking up to parents without a stack."""
-    while event is not None:
-        for frame in getattr(event, "stack", None) or ():
-            match = _STACK_FRAME.match(frame)
-            if match and match.group("file") == filename:
-                return int(match.group("line"))
-        event = getattr(event, "cpu_parent", None)
+def _trace_start_ns(profile: Any) -> int | None:
+    """When torch.profiler's trace began (event times are relative to it), if it says."""
+    try:
+        results = profile.profiler.kineto_results
+    except AttributeError:
+        return None
+    for method, scale in (("trace_start_ns", 1), ("trace_start_us", 1000)):
+        try:
+            return int(getattr(results, method)()) * scale
+        except (AttributeError, RuntimeError, TypeError):
+            continue
     return None
 
 
-def records_from_events(events: Any, filename: str) -> dict[str, Any]:
-    """torch.profiler FunctionEvents -> attribution columns, lines given per corr."""
+def clock_offset(marker: HostCall, mark: ClockMark) -> int:
+    """What to add to a trace-relative time to get our clock's time.
+
+    The trace's own start, when the marker then falls between our two clock reads (a
+    millisecond of slack: recording the first op can take that long); else the offset
+    that puts the marker's midpoint on the midpoint of the reads."""
+    slack = 1_000_000
+    start = mark.get("trace_start")
+    if start is not None and abs(start + marker["start"] - mark["before"]) <= slack + (
+        mark["after"] - mark["before"]
+    ):
+        return start
+    return (mark["before"] + mark["after"]) // 2 - (marker["start"] + marker["end"]) // 2
+
+
+def host_calls(events: Any) -> list[HostCall]:
+    """The CPU events that launched GPU work, synchronized, or mark the clock, as plain data."""
+    calls: list[HostCall] = []
+    for event in events:
+        if not str(getattr(event, "device_type", "")).endswith("CPU"):
+            continue
+        kernels = getattr(event, "kernels", None) or ()
+        if not kernels and event.name not in _SYNC_CALLS and event.name != MARKER:
+            continue
+        calls.append(
+            HostCall(
+                name=event.name,
+                start=round(event.time_range.start * 1000),
+                end=round(event.time_range.end * 1000),
+                thread=int(getattr(event, "thread", 0) or 0),
+                stack=_stack_of(event),
+                work=[
+                    DeviceWork(
+                        name=kernel.name,
+                        ns=round(getattr(kernel, "duration", 0) * 1000),
+                        device=int(getattr(kernel, "device", 0) or 0),
+                    )
+                    for kernel in kernels
+                ],
+            )
+        )
+    return calls
+
+
+def _stack_of(event: Any) -> list[str]:
+    while event is not None:
+        stack = getattr(event, "stack", None)
+        if stack:
+            return list(stack)
+        event = getattr(event, "cpu_parent", None)
+    return []
+
+
+def _line_in(stack: list[str], filename: str) -> int | None:
+    """Innermost frame of the stack in the cell's file."""
+    for frame in stack:
+        match = _STACK_FRAME.match(frame)
+        if match and match.group("file") == filename:
+            return int(match.group("line"))
+    return None
+
+
+def records_from_calls(
+    calls: list[HostCall], filename: str, mark: ClockMark | None
+) -> dict[str, Any]:
+    """Host calls -> attribution columns: joined by time (`api` columns on our clock) when
+    the marker is found, else by stack (`corr_line`)."""
+    marker = next((call for call in calls if call["name"] == MARKER), None)
+    by_time, offset, main_thread = False, 0, 0
+    if marker is not None and mark is not None:
+        offset = clock_offset(marker, mark)
+        by_time, main_thread = True, marker["thread"]
+    api: dict[str, list[int]] = {"corr": [], "start": [], "end": [], "tid": []}
     corr_line: dict[int, int | None] = {}
     kernels: dict[str, list[Any]] = {k: [] for k in ("corr", "start", "end", "device", "name")}
     memcpy: dict[str, list[Any]] = {
@@ -112,58 +244,66 @@ def records_from_events(events: Any, filename: str) -> dict[str, Any]:
     name_index: dict[str, int] = {}
     # syncs as host-side runtime calls and as device-side sync records (which of the two
     # appears depends on the torch version): the larger set is kept
-    host_syncs: list[tuple[int | None, int, str]] = []
-    device_syncs: list[tuple[int | None, int, str]] = []
+    host_syncs: list[tuple[HostCall, int, str]] = []
+    device_syncs: list[tuple[HostCall, int, str]] = []
     corr = 0
 
-    def add(family: dict[str, list[Any]], line: int | None, **values: Any) -> None:
+    def add(family: dict[str, list[Any]], call: HostCall, ns: int, **values: Any) -> None:
         nonlocal corr
         corr += 1
-        corr_line[corr] = line
+        if by_time:
+            api["corr"].append(corr)
+            api["start"].append(call["start"] + offset)
+            api["end"].append(call["end"] + offset)
+            api["tid"].append(call["thread"])
+        else:
+            corr_line[corr] = _line_in(call["stack"], filename)
         family["corr"].append(corr)
         family["start"].append(0)
+        family["end"].append(ns)
         for key, value in values.items():
             family[key].append(value)
 
-    for event in events:
-        if not str(getattr(event, "device_type", "")).endswith("CPU"):
+    for call in calls:
+        if call["name"] == MARKER or call["name"] in _OVERHEADS:
             continue
-        line = _line_in(event, filename)
-        sync_type = _SYNC_CALLS.get(event.name)
+        sync_type = _SYNC_CALLS.get(call["name"])
         if sync_type:
-            span = int((event.time_range.end - event.time_range.start) * 1000)
-            host_syncs.append((line, span, sync_type))
-        for kernel in getattr(event, "kernels", ()) or ():
-            duration = int(getattr(kernel, "duration", 0) * 1000)
-            device = int(getattr(kernel, "device", 0) or 0)
-            copy = _MEMCPY.match(kernel.name)
-            if kernel.name in _DEVICE_SYNCS:
-                device_syncs.append((line, duration, _DEVICE_SYNCS[kernel.name]))
+            host_syncs.append((call, call["end"] - call["start"], sync_type))
+        for work in call["work"]:
+            copy = _MEMCPY.match(work["name"])
+            if work["name"] in _DEVICE_SYNCS:
+                device_syncs.append((call, work["ns"], _DEVICE_SYNCS[work["name"]]))
             elif copy:
                 add(
                     memcpy,
-                    line,
-                    end=duration,
-                    device=device,
+                    call,
+                    work["ns"],
+                    device=work["device"],
                     bytes=0,
                     copy_kind=copy.group("dir").lower(),
                     src_kind=(copy.group("src") or "unknown").lower(),
                     dst_kind=(copy.group("dst") or "unknown").lower(),
                 )
-            elif kernel.name.startswith("Memset"):
-                add(memset, line, end=duration, device=device, bytes=0)
+            elif work["name"].startswith("Memset"):
+                add(memset, call, work["ns"], device=work["device"], bytes=0)
             else:
-                index = name_index.setdefault(kernel.name, len(names))
+                index = name_index.setdefault(work["name"], len(names))
                 if index == len(names):
-                    names.append(kernel.name)
-                add(kernels, line, end=duration, device=device, name=index)
-    for line, span, sync_type in max(host_syncs, device_syncs, key=len):
-        add(syncs, line, end=span, type=sync_type)
-    return {
-        "corr_line": corr_line,
+                    names.append(work["name"])
+                add(kernels, call, work["ns"], device=work["device"], name=index)
+    for call, ns, sync_type in max(host_syncs, device_syncs, key=len):
+        add(syncs, call, ns, type=sync_type)
+    records: dict[str, Any] = {
         "kernels": kernels,
         "names": names,
         "memcpy": memcpy,
         "memset": memset,
         "syncs": syncs,
     }
+    if by_time:
+        records["api"] = api
+        records["main_tid"] = main_thread
+    else:
+        records["corr_line"] = corr_line
+    return records
