@@ -238,9 +238,14 @@ cuda.synchronize()
 
 
 @needs_cupti
-def test_numba_cuda_jit_kernel(torch: Any) -> None:
+def test_numba_cuda_jit_kernel(torch: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("numba")
     import numpy as np
+
+    if not hasattr(np, "row_stack"):
+        # numba-cuda 0.30.4 still calls np.row_stack, which NumPy 2.5 removed (its alias
+        # np.vstack remains); seen on the device machine
+        monkeypatch.setattr(np, "row_stack", np.vstack, raising=False)
     from numba import cuda
 
     @cuda.jit
@@ -302,6 +307,38 @@ def test_cuda_oom_mid_cell_is_reported_and_the_process_stays_usable(torch: Any) 
     assert torch.ones(3, device="cuda").sum().item() == 3
     again, _, _ = profile("after_oom", "w = torch.ones(4, device='cuda') * 3\n", {"torch": torch})
     assert again.backend == "cupti" and again.error is None
+
+
+TWO_GPUS = """
+a = torch.full((1_000_000,), 2.0, device="cuda:0") * 3  # gpu0
+b = torch.full((1_000_000,), 5.0, device="cuda:1") * 7  # gpu1
+c = a.to("cuda:1")  # peer
+"""
+
+
+@needs_cupti
+def test_two_gpus_have_per_device_figures(torch: Any) -> None:
+    if torch.cuda.device_count() < 2:
+        pytest.skip(f"needs 2 GPUs; this machine has {torch.cuda.device_count()}")
+    for device in (0, 1):
+        torch.ones(1, device=f"cuda:{device}").sum().item()  # contexts up before the profile
+    namespace = {"torch": torch}
+    _capture, payload, lines = profile("two_gpus", TWO_GPUS, namespace)
+    assert sorted(gpu["index"] for gpu in payload["gpus"]) == [0, 1]
+    # the last line's copy may still run when the cell ends: the profile waits for both GPUs
+    assert namespace["c"].device.index == 1 and float(namespace["c"][0]) == 6.0
+    on_zero = lines[line_of(TWO_GPUS, "# gpu0")]
+    on_one = lines[line_of(TWO_GPUS, "# gpu1")]
+    # torch.full is one fill kernel, `*` one multiply kernel, each on its own GPU
+    assert on_zero["kernels"]["count"] == 2
+    # per-device figures are given where a line ran on a GPU other than 0
+    assert "devices" not in on_zero
+    assert [(d["index"], d["kernels"]) for d in on_one["devices"]] == [(1, 2)]
+    peer = lines[line_of(TWO_GPUS, "# peer")]
+    copied = sum(t["bytes"] for t in peer["transfers"].values())
+    assert peer["transfers"]["dtod"]["count"] >= 1, peer["transfers"]
+    assert copied == 4_000_000, peer["transfers"]
+    assert payload["unattributed"] == {"kernels": 0, "transfers": 0, "syncs": 0, "memsets": 0}
 
 
 @needs_cupti

@@ -97,3 +97,22 @@ def test_oom_cell_reports_the_lines_that_ran() -> None:
     assert line_with(source, "# after") not in lines
     assert fixture["error"]["line"] == line_with(source, "# oom")
     assert "OutOfMemory" in fixture["error"]["type"]
+
+
+def test_numba_kernel_launches_by_name() -> None:
+    _, lines, source = replay("numba_kernel")
+    kernels = lines[line_with(source, "# launch")]["kernels"]
+    assert kernels["count"] == 5
+    assert "add_one" in kernels["top"][0]["name"]
+
+
+def test_two_gpus_per_device_figures_and_the_peer_copy() -> None:
+    payload, lines, source = replay("two_gpus")
+    assert payload["unattributed"] == {"kernels": 0, "transfers": 0, "syncs": 0, "memsets": 0}
+    assert "devices" not in lines[line_with(source, "# gpu0")]  # all of it on GPU 0
+    assert lines[line_with(source, "# gpu0")]["kernels"]["count"] == 2
+    on_one = lines[line_with(source, "# gpu1")]["devices"]
+    assert [(d["index"], d["kernels"]) for d in on_one] == [(1, 2)]
+    # a copy between the two GPUs comes as CUPTI's peer-copy record: one 4 MB device copy
+    peer = lines[line_with(source, "# peer")]["transfers"]["dtod"]
+    assert (peer["count"], peer["bytes"]) == (1, 4_000_000)

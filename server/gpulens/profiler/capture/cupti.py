@@ -181,6 +181,8 @@ class _Tables:
             "api": (int(kind.RUNTIME), int(kind.DRIVER)),
             "kernels": (int(kind.CONCURRENT_KERNEL),),
             "memcpy": (int(kind.MEMCPY),),
+            # copies between two GPUs come as their own record kind (CUpti_ActivityMemcpyPtoP)
+            "peer": (int(kind.MEMCPY2),),
             "memset": (int(kind.MEMSET),),
             "syncs": (int(kind.SYNCHRONIZATION),),
         }
@@ -188,6 +190,7 @@ class _Tables:
             "api": cupti.activity_api_dtype,
             "kernels": _latest_dtype(cupti, "kernel"),
             "memcpy": _latest_dtype(cupti, "memcpy"),
+            "peer": _latest_dtype(cupti, "memcpy_pto_p"),
             "memset": _latest_dtype(cupti, "memset"),
             "syncs": _latest_dtype(cupti, "synchronization"),
         }
@@ -295,7 +298,7 @@ class CuptiSession:
             cupti.set_thread_id_type(cupti.ActivityThreadIdType.SYSTEM)
         except Exception:
             self.warnings.append("CUPTI thread ids are not system ids: thread counts may be off")
-        for family in ("api", "kernels", "memcpy", "memset", "syncs"):
+        for family in ("api", "kernels", "memcpy", "peer", "memset", "syncs"):
             for kind in self.kinds[family]:
                 cupti.activity_enable(kind)
                 self._enabled.append(kind)
@@ -379,6 +382,7 @@ def _synchronize_active_contexts(warnings: list[str]) -> None:
             cu.cuDevicePrimaryCtxRelease(device)
 
 
+@functools.lru_cache(maxsize=64)
 def _device_name(index: int) -> str:
     try:
         from cuda.bindings import driver as cu
@@ -495,16 +499,24 @@ def decode_buffers(buffers: list[bytes], session: CuptiSession) -> dict[str, Any
         "name": name_index.reshape(-1).tolist(),
     }
     copy_names, memory_names = tables.copy_names, tables.memory_names
-    memcpy = gather("memcpy")
+    memcpy, peer = gather("memcpy"), gather("peer")
     out["memcpy"] = {
-        "corr": memcpy["correlation_id"].tolist(),
-        "start": memcpy["start"].tolist(),
-        "end": memcpy["end"].tolist(),
-        "device": memcpy["device_id"].tolist(),
-        "bytes": memcpy["bytes"].tolist(),
-        "copy_kind": [copy_names.get(k, "other") for k in memcpy["copy_kind"].tolist()],
-        "src_kind": [memory_names.get(k, "unknown") for k in memcpy["src_kind"].tolist()],
-        "dst_kind": [memory_names.get(k, "unknown") for k in memcpy["dst_kind"].tolist()],
+        "corr": memcpy["correlation_id"].tolist() + peer["correlation_id"].tolist(),
+        "start": memcpy["start"].tolist() + peer["start"].tolist(),
+        "end": memcpy["end"].tolist() + peer["end"].tolist(),
+        "device": memcpy["device_id"].tolist() + peer["device_id"].tolist(),
+        "bytes": memcpy["bytes"].tolist() + peer["bytes"].tolist(),
+        # a copy between two GPUs is a device-to-device copy, the payload's one direction
+        "copy_kind": [copy_names.get(k, "other") for k in memcpy["copy_kind"].tolist()]
+        + ["dtod"] * len(peer),
+        "src_kind": [
+            memory_names.get(k, "unknown")
+            for k in memcpy["src_kind"].tolist() + peer["src_kind"].tolist()
+        ],
+        "dst_kind": [
+            memory_names.get(k, "unknown")
+            for k in memcpy["dst_kind"].tolist() + peer["dst_kind"].tolist()
+        ],
     }
     memset = gather("memset")
     out["memset"] = {
