@@ -469,6 +469,8 @@ def decode_buffers(buffers: list[bytes], session: CuptiSession) -> dict[str, Any
 
     def gather(family: str) -> Any:
         dtype = session.dtypes[family]
+        if not offsets[family]:  # most cells have no memset, peer copy or sync at all
+            return np.empty(0, dtype=dtype)
         where = np.asarray(offsets[family], dtype=np.int64)
         rows = raw[where[:, None] + np.arange(dtype.itemsize)]
         return np.ascontiguousarray(rows).view(dtype).reshape(-1)
