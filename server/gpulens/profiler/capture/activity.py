@@ -1,0 +1,202 @@
+"""Decoding CUPTI activity buffers in bulk, with cupti-python's numpy dtypes of the records.
+
+A completed buffer is a run of records, each starting with its kind; stepping by the size
+of each kind's struct finds them all (checked once per process against CUPTI's own record
+cursor), then each family is gathered into one numpy array and turned into plain columns.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import struct
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from gpulens.profiler.capture.cupti import CuptiSession
+
+CUPTI_SUCCESS = 0
+# whether the stride walk matched CUPTI's own record cursor (checked once per process)
+_WALK_VERIFIED: list[bool] = []
+_KIND = struct.Struct("<I")
+
+
+def _walk_by_size(
+    words: memoryview, begin: int, end: int, sizes: dict[int, int]
+) -> list[tuple[int, int]] | None:
+    """(kind, offset) of each record, stepping by struct size; None on an unknown kind.
+
+    `words` is the blob as uint32: records start 8-byte aligned, their kind first."""
+    found = []
+    append = found.append
+    get = sizes.get
+    offset = begin
+    while offset < end:
+        kind = words[offset >> 2]
+        size = get(kind)
+        if size is None:
+            return None
+        append((kind, offset))
+        offset += size
+    return found if offset == end else None
+
+
+def _walk_by_cupti(lib: ctypes.CDLL, blob: bytes, begin: int, end: int) -> list[tuple[int, int]]:
+    """(kind, offset) of each record through cuptiActivityGetNextRecord (the reference walk)."""
+    chunk = ctypes.create_string_buffer(blob[begin:end], end - begin)
+    base = ctypes.addressof(chunk)
+    cursor = ctypes.c_void_p()
+    found = []
+    while lib.cuptiActivityGetNextRecord(chunk, end - begin, ctypes.byref(cursor)) == CUPTI_SUCCESS:
+        offset = cursor.value - base
+        found.append((_KIND.unpack_from(blob, begin + offset)[0], begin + offset))
+    return found
+
+
+def decode_buffers(buffers: list[bytes], session: CuptiSession) -> dict[str, Any]:
+    """Completed activity buffers -> plain columns per record family (see attribution)."""
+    import numpy as np
+
+    if not buffers:
+        return {}
+    tables = session.tables
+    family_of, sizes = tables.family_of, tables.sizes
+    widest = max(sizes.values())
+    blob = b"".join(buffers) + bytes(widest + 8)  # padding: a gather never reads past the end
+    words = memoryview(blob)[: len(blob) // 4 * 4].cast("I")
+    offsets: dict[str, list[int]] = {family: [] for family in session.kinds}
+    begin = 0
+    for buffer in buffers:
+        end = begin + len(buffer)
+        verified = _WALK_VERIFIED[0] if _WALK_VERIFIED else None
+        walk = _walk_by_size(words, begin, end, sizes) if verified is not False else None
+        if walk is not None and verified is None:
+            # once per process: the stride walk must match CUPTI's own cursor
+            verified = walk == _walk_by_cupti(session.sink.lib, blob, begin, end)
+            _WALK_VERIFIED.append(verified)
+            if not verified:
+                session.warnings.append(
+                    "activity records are laid out differently from cupti-python's dtypes; "
+                    "decoded with CUPTI's record cursor (slower)"
+                )
+                walk = None
+        if walk is None:
+            walk = _walk_by_cupti(session.sink.lib, blob, begin, end)
+        for kind, offset in walk:
+            family = family_of.get(kind)
+            if family is not None:
+                offsets[family].append(offset)
+        begin = end
+    words.release()
+    raw = np.frombuffer(blob, dtype=np.uint8)
+
+    def gather(family: str) -> Any:
+        dtype = session.dtypes[family]
+        if not offsets[family]:  # most cells have no memset, peer copy or sync at all
+            return np.empty(0, dtype=dtype)
+        where = np.asarray(offsets[family], dtype=np.int64)
+        rows = raw[where[:, None] + np.arange(dtype.itemsize)]
+        return np.ascontiguousarray(rows).view(dtype).reshape(-1)
+
+    out: dict[str, Any] = {}
+    api = gather("api")
+    keys = api["kind"].astype(np.int64) << 32 | api["cbid"].astype(np.int64)
+    seen = np.unique(keys).tolist()
+    tables.learn(seen)
+    kept = [key for key in seen if key in tables.selected]
+    if len(kept) < len(seen):
+        api = api[np.isin(keys, kept)]
+    out["api"] = {
+        "corr": api["correlation_id"].tolist(),
+        "start": api["start"].tolist(),
+        "end": api["end"].tolist(),
+        "tid": api["thread_id"].tolist(),
+    }
+    kernels = gather("kernels")
+    pointers, name_index = np.unique(kernels["name"], return_inverse=True)
+    out["names"] = [_read_name(int(p)) for p in pointers.tolist()]
+    out["kernels"] = {
+        "corr": kernels["correlation_id"].tolist(),
+        "start": kernels["start"].tolist(),
+        "end": kernels["end"].tolist(),
+        "device": kernels["device_id"].tolist(),
+        "stream": kernels["stream_id"].tolist(),
+        "name": name_index.reshape(-1).tolist(),
+    }
+    copy_names, memory_names = tables.copy_names, tables.memory_names
+    memcpy, peer = gather("memcpy"), gather("peer")
+    out["memcpy"] = {
+        "corr": memcpy["correlation_id"].tolist() + peer["correlation_id"].tolist(),
+        "start": memcpy["start"].tolist() + peer["start"].tolist(),
+        "end": memcpy["end"].tolist() + peer["end"].tolist(),
+        "device": memcpy["device_id"].tolist() + peer["device_id"].tolist(),
+        "bytes": memcpy["bytes"].tolist() + peer["bytes"].tolist(),
+        # a copy between two GPUs is a device-to-device copy, the payload's one direction
+        "copy_kind": [copy_names.get(k, "other") for k in memcpy["copy_kind"].tolist()]
+        + ["dtod"] * len(peer),
+        "src_kind": [
+            memory_names.get(k, "unknown")
+            for k in memcpy["src_kind"].tolist() + peer["src_kind"].tolist()
+        ],
+        "dst_kind": [
+            memory_names.get(k, "unknown")
+            for k in memcpy["dst_kind"].tolist() + peer["dst_kind"].tolist()
+        ],
+    }
+    memset = gather("memset")
+    out["memset"] = {
+        "corr": memset["correlation_id"].tolist(),
+        "start": memset["start"].tolist(),
+        "end": memset["end"].tolist(),
+        "device": memset["device_id"].tolist(),
+        "bytes": memset["bytes"].tolist(),
+    }
+    sync_names = tables.sync_names
+    syncs = gather("syncs")
+    out["syncs"] = {
+        "corr": syncs["correlation_id"].tolist(),
+        "start": syncs["start"].tolist(),
+        "end": syncs["end"].tolist(),
+        "type": [sync_names.get(k, "unknown") for k in syncs["type"].tolist()],
+    }
+    return out
+
+
+def _read_name(pointer: int) -> str:
+    if not pointer:
+        return "?"
+    try:
+        return demangle(ctypes.string_at(pointer).decode(errors="replace"))
+    except Exception:
+        return "?"
+
+
+@functools.lru_cache(maxsize=1)
+def _demangler() -> Any:
+    try:
+        function = ctypes.CDLL("libstdc++.so.6").__cxa_demangle
+    except (OSError, AttributeError):
+        return None
+    function.restype = ctypes.c_void_p
+    function.argtypes = [
+        ctypes.c_char_p,
+        ctypes.c_void_p,
+        ctypes.c_void_p,
+        ctypes.POINTER(ctypes.c_int),
+    ]
+    return function
+
+
+@functools.lru_cache(maxsize=4096)
+def demangle(name: str) -> str:
+    """C++ kernel names as people read them (libstdc++'s demangler), else unchanged."""
+    function = _demangler() if name.startswith("_Z") else None
+    if function is None:
+        return name
+    status = ctypes.c_int()
+    result = function(name.encode(), None, None, ctypes.byref(status))
+    if status.value != 0 or not result:
+        return name
+    text = ctypes.string_at(result).decode(errors="replace")
+    ctypes.CDLL(None).free(ctypes.c_void_p(result))
+    return text
