@@ -99,8 +99,8 @@ def open_session(requested: str = "auto") -> tuple[Session, list[str]]:
             try:
                 session = TorchSession()
                 warnings.append(
-                    "torch.profiler backend: install cupti-python (gpulens[cupti]) for "
-                    "cheaper capture and copy sizes"
+                    "torch.profiler backend: copy sizes are not reported; install "
+                    "cupti-python (gpulens[cupti]) for them and for cheaper capture"
                 )
                 return session, warnings
             except TorchUnavailable as error:

@@ -64,7 +64,7 @@ def decode_buffers(buffers: list[bytes], session: CuptiSession) -> dict[str, Any
     widest = max(sizes.values())
     blob = b"".join(buffers) + bytes(widest + 8)  # padding: a gather never reads past the end
     words = memoryview(blob)[: len(blob) // 4 * 4].cast("I")
-    offsets: dict[str, list[int]] = {family: [] for family in session.kinds}
+    offsets: dict[str, list[int]] = {family: [] for family in tables.kinds}
     begin = 0
     for buffer in buffers:
         end = begin + len(buffer)
@@ -91,7 +91,7 @@ def decode_buffers(buffers: list[bytes], session: CuptiSession) -> dict[str, Any
     raw = np.frombuffer(blob, dtype=np.uint8)
 
     def gather(family: str) -> Any:
-        dtype = session.dtypes[family]
+        dtype = tables.dtypes[family]
         if not offsets[family]:  # most cells have no memset, peer copy or sync at all
             return np.empty(0, dtype=dtype)
         where = np.asarray(offsets[family], dtype=np.int64)
@@ -125,23 +125,21 @@ def decode_buffers(buffers: list[bytes], session: CuptiSession) -> dict[str, Any
     }
     copy_names, memory_names = tables.copy_names, tables.memory_names
     memcpy, peer = gather("memcpy"), gather("peer")
+
+    def copies(field: str) -> list[Any]:
+        return memcpy[field].tolist() + peer[field].tolist()
+
     out["memcpy"] = {
-        "corr": memcpy["correlation_id"].tolist() + peer["correlation_id"].tolist(),
-        "start": memcpy["start"].tolist() + peer["start"].tolist(),
-        "end": memcpy["end"].tolist() + peer["end"].tolist(),
-        "device": memcpy["device_id"].tolist() + peer["device_id"].tolist(),
-        "bytes": memcpy["bytes"].tolist() + peer["bytes"].tolist(),
+        "corr": copies("correlation_id"),
+        "start": copies("start"),
+        "end": copies("end"),
+        "device": copies("device_id"),
+        "bytes": copies("bytes"),
         # a copy between two GPUs is a device-to-device copy, the payload's one direction
         "copy_kind": [copy_names.get(k, "other") for k in memcpy["copy_kind"].tolist()]
         + ["dtod"] * len(peer),
-        "src_kind": [
-            memory_names.get(k, "unknown")
-            for k in memcpy["src_kind"].tolist() + peer["src_kind"].tolist()
-        ],
-        "dst_kind": [
-            memory_names.get(k, "unknown")
-            for k in memcpy["dst_kind"].tolist() + peer["dst_kind"].tolist()
-        ],
+        "src_kind": [memory_names.get(k, "unknown") for k in copies("src_kind")],
+        "dst_kind": [memory_names.get(k, "unknown") for k in copies("dst_kind")],
     }
     memset = gather("memset")
     out["memset"] = {

@@ -123,7 +123,7 @@ class _BufferSink:
             address = self.idle.pop() if self.idle else self._calloc(1, BUFFER_BYTES)
             if address:
                 self.live.add(address)
-        # a null buffer makes CUPTI drop records rather than fail; the count is reported
+        # a null buffer (out of memory) makes CUPTI drop records rather than fail
         buffer[0] = address or None
         size[0] = BUFFER_BYTES if address else 0
         max_records[0] = 0
@@ -272,8 +272,6 @@ class CuptiSession:
         self.sink = _SINKS[0]
         self.clock = cupti.get_timestamp
         self.tables = _tables(cupti)
-        self.kinds = self.tables.kinds
-        self.dtypes = self.tables.dtypes
         self._turned_off: list[int] = []
         self._zeroed_before: int | None = None
         self._enabled: list[int] = []
@@ -301,7 +299,7 @@ class CuptiSession:
         except Exception:
             self.warnings.append("CUPTI thread ids are not system ids: thread counts may be off")
         for family in ("api", "kernels", "memcpy", "peer", "memset", "syncs"):
-            for kind in self.kinds[family]:
+            for kind in self.tables.kinds[family]:
                 cupti.activity_enable(kind)
                 self._enabled.append(kind)
         # Records of the calls that neither make nor wait for GPU work are dropped in

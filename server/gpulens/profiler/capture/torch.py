@@ -134,7 +134,6 @@ class TorchSession:
                 "work was placed by Python stack; work launched without one (autograd's "
                 "backward thread) is counted as unattributed"
             )
-        self.warnings.append("torch.profiler backend: copy sizes are not reported")
         self._devices = sorted(set(records["kernels"]["device"]) | set(records["memcpy"]["device"]))
         return records
 
