@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import io
 import json
 import os
 import subprocess
@@ -180,8 +179,9 @@ def _label(path: Path, n: int, entry: object) -> Label:
     keys = ("path", "line", "rule", "verdict", "reason")
     fields = _fields(path, "finding", n, entry, keys)
     if fields["verdict"] not in VERDICTS:
+        allowed = ", ".join(VERDICTS)
         raise CorpusError(
-            f"{path}: finding {n}: verdict {fields['verdict']!r} is not one of {', '.join(VERDICTS)}"
+            f"{path}: finding {n}: verdict {fields['verdict']!r} is not one of {allowed}"
         )
     return Label(**fields)
 
@@ -225,10 +225,19 @@ def ensure_source(package: Package, cache: Path = CACHE) -> Path:
     return folder
 
 
-def _download(package: Package, folder: Path) -> Path:
+def cached_archive(package: Package, folder: Path) -> Path | None:
+    """The package's archive in ``folder`` if it is there with the pinned hash."""
     target = folder / package.file
-    if target.exists() and _sha256(target.read_bytes()) == package.sha256:
+    if target.is_file() and _sha256(target.read_bytes()) == package.sha256:
         return target
+    return None
+
+
+def _download(package: Package, folder: Path) -> Path:
+    cached = cached_archive(package, folder)
+    if cached is not None:
+        return cached
+    target = folder / package.file
     folder.mkdir(parents=True, exist_ok=True)
     url = _file_url(package)
     try:
