@@ -31,6 +31,7 @@ import subprocess
 import sys
 import tarfile
 import tomllib
+import urllib.parse
 import urllib.request
 import zipfile
 from collections.abc import Iterable, Sequence
@@ -195,7 +196,8 @@ def _site(path: Path, n: int, entry: object) -> Site:
 
 def index_url() -> str:
     """The simple index pip uses here: PIP_INDEX_URL, then pip's configuration, then pip's own
-    default."""
+    default. The archives are fetched through its JSON API rather than `pip download`, which
+    builds an sdist's metadata first: that runs the package's setup code (CuPy's needs CUDA)."""
     if os.environ.get("PIP_INDEX_URL"):
         return os.environ["PIP_INDEX_URL"].split()[0]
     found = subprocess.run(
@@ -264,7 +266,7 @@ def _file_url(package: Package) -> str:
         raise CorpusError(f"{package.name}: the package index did not answer ({error})") from None
     for entry in listing.get("files", []):
         if entry.get("filename") == package.file:
-            return entry["url"]
+            return urllib.parse.urljoin(request.full_url, entry["url"])  # may be relative
     raise CorpusError(f"{package.name}: the index has no file {package.file}")
 
 
@@ -278,7 +280,7 @@ def _unpack(archive: Path, folder: Path) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     for name, data in _members(archive):
         parts = PurePosixPath(name).parts
-        if archive.name.endswith((".tar.gz", ".zip")) and not archive.name.endswith(".whl"):
+        if not archive.name.endswith(".whl"):
             parts = parts[1:]
         if not parts or any(p in ("", ".", "..") for p in parts) or parts[0].startswith("/"):
             continue
