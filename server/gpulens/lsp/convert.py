@@ -7,17 +7,16 @@ them (``\\n``, ``\\r\\n``, ``\\r``), not the way ``str.splitlines`` does.
 
 from __future__ import annotations
 
-import re
+import itertools
 from collections.abc import Iterable, Sequence
 
 from lsprotocol import types
 from pygls.workspace.position_codec import PositionCodec
 
 from gpulens.analysis.model import Edit, Finding, Severity, Span
+from gpulens.analysis.source import split_lines
 
 SOURCE = "gpulens"
-
-_LSP_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
 
 _SEVERITY = {
     Severity.ERROR: types.DiagnosticSeverity.Error,
@@ -34,13 +33,15 @@ def severity_to_lsp(severity: Severity) -> types.DiagnosticSeverity:
 class LineIndex:
     """The lines of one text, for converting columns between code points and client units."""
 
-    __slots__ = ("_codec", "lines")
+    __slots__ = ("_codec", "_starts", "lines")
 
     def __init__(self, text: str, codec: PositionCodec) -> None:
-        self.lines: list[str] = _LSP_LINE.findall(text) or [""]
+        # Python's tokenizer and LSP break lines at the same three endings: one split serves
+        self.lines: list[str] = split_lines(text) or [""]
         if text.endswith(("\n", "\r")):
             self.lines.append("")
         self._codec = codec
+        self._starts: list[int] | None = None
 
     def _line(self, line: int) -> str:
         return self.lines[line].rstrip("\r\n") if 0 <= line < len(self.lines) else ""
@@ -70,6 +71,14 @@ class LineIndex:
                 return position.line, index
             units += self._codec.impl.code_units_for_char(char)
         return position.line, len(text)
+
+    def offset(self, position: types.Position) -> int:
+        """The string offset of a client position, clamped to the text as LSP clamps it:
+        past a line's end is its end (before the line break), past the last line is the end."""
+        line, column = self.from_client(position)
+        if self._starts is None:
+            self._starts = list(itertools.accumulate((len(x) for x in self.lines), initial=0))
+        return self._starts[line] + column
 
     def _units(self, text: str) -> int:
         return len(text) if text.isascii() else self._codec.client_num_units(text)
