@@ -32,6 +32,7 @@ from gpulens import __version__
 from gpulens.lsp import (
     code_actions,
     commands,
+    debug,
     diagnostics,
     hover,
     notebooks,
@@ -220,6 +221,7 @@ def build_server() -> GpulensServer:
     commands.register(server)
     status.register(server)
     profiling.register(server)
+    debug.register(server)
 
     @server.feature(types.SHUTDOWN)
     def on_shutdown(ls: GpulensServer, params: None) -> None:
