@@ -17,7 +17,7 @@ import os
 import threading
 from collections.abc import Awaitable, Callable
 from concurrent.futures import CancelledError
-from typing import TYPE_CHECKING, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from pygls.exceptions import JsonRpcException
 
@@ -52,7 +52,7 @@ async def serve_stream(
             return 0 if protocol.is_shut_down else 1
         for event in decoder.feed(chunk):
             if isinstance(event, Body):
-                code = _handle(protocol, event.data)
+                code = _handle(protocol, event.value)
                 if code is not None:
                     return code
             else:
@@ -61,9 +61,9 @@ async def serve_stream(
     return 0
 
 
-def _handle(protocol: GpulensProtocol, body: bytes) -> int | None:
+def _handle(protocol: GpulensProtocol, value: Any) -> int | None:
     """Hand one message to pygls; an exit code when it was `exit`."""
-    message = parse_message(body)
+    message = parse_message(value)
     if isinstance(message, Rejection):
         logger.warning("rejected a message: %s", message.message)
         for request_id in message.ids:

@@ -2,10 +2,17 @@
 
 A frame is header lines (`Name: value`, ended by a blank line; `Content-Length` is required,
 `Content-Type` and unknown headers are accepted, names in any case) and a body of exactly
-Content-Length bytes. The decoder never gives up on a stream: after any framing error it
+Content-Length bytes of UTF-8 JSON. The decoder never gives up on a stream: after any error it
 reports one `FramingError` and resynchronises at the next `Content-Length` header, so one bad
 frame costs that frame and nothing after it. Memory stays bounded whatever arrives: a body
 is buffered only as its bytes come, and never past `MAX_BODY_BYTES`.
+
+How a frame that lies about its length is told apart from the next one: no valid JSON body
+holds a raw header line (a raw line break is not allowed inside a JSON string, and
+`content-length:` is not JSON outside one). So a body still incomplete when such a line
+arrives was cut short (the client sent less than it announced, then the next message), and a
+complete body that is not JSON is searched again from its first byte: what it swallowed of
+the next frame's header is found there.
 """
 
 from __future__ import annotations
@@ -27,9 +34,7 @@ PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
 
 _HEADER_START = re.compile(rb"content-length[ \t]*:", re.IGNORECASE)
-# A header line inside a body means the body was cut short and a new frame began: no valid
-# JSON body can hold one (a raw line break is not allowed inside a JSON string, and
-# `content-length:` is not JSON outside one). Bounded, so a scan overlap of _OVERLAP suffices.
+# bounded, so that scanning each new chunk with an overlap of _OVERLAP bytes finds every one
 _HEADER_LINE = re.compile(rb"content-length[ \t]{0,8}:[ \t]{0,8}[0-9]{1,20}[ \t]{0,8}\r?\n", re.I)
 _OVERLAP = 80
 _BLANK_LINE = re.compile(rb"\r?\n\r?\n")
@@ -39,9 +44,9 @@ _FIELD = re.compile(rb"([!#$%&'*+\-.^_`|~0-9A-Za-z]+):[ \t]*(.*?)[ \t]*")
 
 @dataclass(frozen=True, slots=True)
 class Body:
-    """The body of one well-framed message (not yet parsed)."""
+    """The JSON value of one well-framed message (not yet checked to be a message)."""
 
-    data: bytes
+    value: Any
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +88,9 @@ class FrameDecoder:
             if self._body_length is not None:
                 return self._body()
             header = self._header()
-            if header is not _RESCAN:
+            if header is False:
+                return None
+            if header is not True:
                 return header
 
     def _resync(self) -> bool:
@@ -98,22 +105,24 @@ class FrameDecoder:
         return True
 
     def _fail(self, reason: str, skip: int = 1) -> FramingError:
-        """Skip ``skip`` bytes (at least the start of the bad frame) and resynchronise."""
+        """Skip ``skip`` bytes and resynchronise. Progress is certain: either a byte is skipped
+        or a header block was consumed before."""
         del self._buffer[:skip]
         self._resyncing = True
         return FramingError(reason)
 
-    def _header(self) -> Body | FramingError | object | None:
+    def _header(self) -> FramingError | bool:
+        """Read one header block: True when read, False when more bytes are needed."""
         blanks = _LEADING_BLANKS.match(self._buffer)
         if blanks is not None:  # a line break between frames is harmless
             del self._buffer[: blanks.end()]
         if not self._buffer:
-            return None
+            return False
         end = _BLANK_LINE.search(self._buffer, 0, self._max_header + 4)
         if end is None:
             if len(self._buffer) > self._max_header:
                 return self._fail(f"no end of headers in the first {self._max_header} bytes")
-            return None
+            return False
         length: int | None = None
         for line in re.split(rb"\r?\n", bytes(self._buffer[: end.start()])):
             field = _FIELD.fullmatch(line)
@@ -134,7 +143,7 @@ class FrameDecoder:
             )
         self._body_length = length
         self._scanned = 0
-        return _RESCAN
+        return True
 
     def _body(self) -> Body | FramingError | None:
         length = self._body_length
@@ -148,13 +157,15 @@ class FrameDecoder:
         if len(self._buffer) < length:
             self._scanned = len(self._buffer)
             return None
-        body = bytes(self._buffer[:length])
-        del self._buffer[:length]
         self._body_length = None
-        return Body(body)
-
-
-_RESCAN = object()  # a header was read: go on with its body
+        try:
+            value = json.loads(bytes(self._buffer[:length]).decode("utf-8"))  # LSP's only encoding
+        except UnicodeDecodeError as error:
+            return self._fail(f"a message that is not UTF-8: {_first_line(error)}", skip=0)
+        except (ValueError, RecursionError) as error:
+            return self._fail(f"a message that is not JSON: {_first_line(error)}", skip=0)
+        del self._buffer[:length]
+        return Body(value)
 
 
 def _show(data: bytes, limit: int = 40) -> str:
@@ -174,14 +185,8 @@ class Rejection:
     ids: tuple[int | str | None, ...] = (None,)  # whom to answer: the requests' ids, or null
 
 
-def parse_message(body: bytes) -> dict[str, Any] | Rejection:
-    """The JSON-RPC message in ``body``, or why it is not one (what JSON-RPC 2.0 answers)."""
-    try:
-        value = json.loads(body.decode("utf-8"))  # LSP's only encoding
-    except UnicodeDecodeError as error:
-        return Rejection(PARSE_ERROR, f"the message is not UTF-8: {_first_line(error)}")
-    except (ValueError, RecursionError) as error:
-        return Rejection(PARSE_ERROR, f"the message is not JSON: {_first_line(error)}")
+def parse_message(value: Any) -> dict[str, Any] | Rejection:
+    """The JSON-RPC message ``value`` is, or why it is not one (what JSON-RPC 2.0 answers)."""
     if isinstance(value, list):
         # JSON-RPC batches are not part of LSP: answer each request so no client waits
         ids = tuple(
