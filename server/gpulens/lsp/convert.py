@@ -7,7 +7,6 @@ them (``\\n``, ``\\r\\n``, ``\\r``), not the way ``str.splitlines`` does.
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Iterable, Sequence
 
 from lsprotocol import types
@@ -33,7 +32,7 @@ def severity_to_lsp(severity: Severity) -> types.DiagnosticSeverity:
 class LineIndex:
     """The lines of one text, for converting columns between code points and client units."""
 
-    __slots__ = ("_codec", "_starts", "lines")
+    __slots__ = ("_codec", "lines")
 
     def __init__(self, text: str, codec: PositionCodec) -> None:
         # Python's tokenizer and LSP break lines at the same three endings: one split serves
@@ -41,7 +40,6 @@ class LineIndex:
         if text.endswith(("\n", "\r")):
             self.lines.append("")
         self._codec = codec
-        self._starts: list[int] | None = None
 
     def _line(self, line: int) -> str:
         return self.lines[line].rstrip("\r\n") if 0 <= line < len(self.lines) else ""
@@ -62,23 +60,7 @@ class LineIndex:
         if position.line >= len(self.lines):
             last = len(self.lines) - 1
             return last, len(self._line(last))
-        text = self._line(position.line)
-        if text.isascii():
-            return position.line, min(position.character, len(text))
-        units = 0
-        for index, char in enumerate(text):
-            if units >= position.character:
-                return position.line, index
-            units += self._codec.impl.code_units_for_char(char)
-        return position.line, len(text)
-
-    def offset(self, position: types.Position) -> int:
-        """The string offset of a client position, clamped to the text as LSP clamps it:
-        past a line's end is its end (before the line break), past the last line is the end."""
-        line, column = self.from_client(position)
-        if self._starts is None:
-            self._starts = list(itertools.accumulate((len(x) for x in self.lines), initial=0))
-        return self._starts[line] + column
+        return position.line, _column(self._line(position.line), position.character, self._codec)
 
     def _units(self, text: str) -> int:
         return len(text) if text.isascii() else self._codec.client_num_units(text)
@@ -98,6 +80,43 @@ class LineIndex:
 
     def end(self) -> types.Position:
         return self.to_client(len(self.lines) - 1, len(self._line(len(self.lines) - 1)))
+
+
+def _column(line: str, character: int, codec: PositionCodec) -> int:
+    """The code-point column of ``character`` client units into ``line`` (no line break),
+    clamped to its end."""
+    if line.isascii():
+        return min(character, len(line))
+    units = 0
+    for index, char in enumerate(line):
+        if units >= character:
+            return index
+        units += codec.impl.code_units_for_char(char)
+    return len(line)
+
+
+def offset_at(text: str, position: types.Position, codec: PositionCodec) -> int:
+    """The string offset of a client position in ``text``, clamped as LSP clamps it: past a
+    line's end is its end (before the line break), past the last line is the end of the text.
+
+    Called twice per keystroke on the whole document, so it splits only as far as it must.
+    """
+    if "\r" in text and text.count("\r") != text.count("\r\n"):
+        # lone carriage returns (old Mac files) end lines too: the general, slower way
+        index = LineIndex(text, codec)
+        line, column = index.from_client(position)
+        return sum(len(x) for x in index.lines[:line]) + column
+    start = 0
+    if position.line:
+        pieces = text.split("\n", position.line)
+        if len(pieces) <= position.line:  # past the last line
+            return len(text)
+        start = len(text) - len(pieces[-1])
+    end = text.find("\n", start)
+    end = len(text) if end < 0 else end
+    if end > start and text[end - 1] == "\r":
+        end -= 1
+    return start + _column(text[start:end], position.character, codec)
 
 
 def finding_to_diagnostic(finding: Finding, index: LineIndex) -> types.Diagnostic:

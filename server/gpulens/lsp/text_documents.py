@@ -12,7 +12,7 @@ from lsprotocol import types
 from pygls.workspace import TextDocument, Workspace
 
 from gpulens.analysis.source import split_lines
-from gpulens.lsp.convert import LineIndex
+from gpulens.lsp.convert import offset_at
 
 
 class LspTextDocument(TextDocument):
@@ -26,9 +26,8 @@ class LspTextDocument(TextDocument):
         # Positions past a line's end or past the last line are clamped as the spec and
         # VS Code's own TextDocument clamp them, never dropped or moved to the next line.
         source = self.source
-        index = LineIndex(source, self.position_codec)
-        start = index.offset(change.range.start)
-        end = index.offset(change.range.end)
+        start = offset_at(source, change.range.start, self.position_codec)
+        end = offset_at(source, change.range.end, self.position_codec)
         if end < start:
             start, end = end, start
         self._source = source[:start] + change.text + source[end:]
