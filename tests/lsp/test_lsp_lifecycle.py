@@ -44,6 +44,18 @@ def test_requests_after_shutdown_are_refused_and_exit_is_0() -> None:
         server.close()
 
 
+def test_requests_before_initialize_are_refused() -> None:
+    server = RawServer()
+    try:
+        server.notify("textDocument/didOpen", {"textDocument": {"uri": 3}})
+        answer = server.request("textDocument/hover", HOVER_NOWHERE)
+        assert answer["error"]["code"] == -32002, answer
+        assert "not initialized" in answer["error"]["message"]
+        assert "result" in server.initialize()
+    finally:
+        server.close()
+
+
 def test_exit_without_shutdown_is_exit_code_1() -> None:
     server = RawServer()
     try:

@@ -17,14 +17,21 @@ import os
 import threading
 from collections.abc import Awaitable, Callable
 from concurrent.futures import CancelledError
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 from pygls.exceptions import JsonRpcException
 
-from gpulens.lsp.wire import PARSE_ERROR, Body, FrameDecoder, Rejection, parse_message
+from gpulens.lsp.wire import (
+    PARSE_ERROR,
+    Body,
+    FrameDecoder,
+    FramingError,
+    Rejection,
+    parse_message,
+)
 
 if TYPE_CHECKING:
-    from gpulens.lsp.server import GpulensProtocol
+    from gpulens.lsp.protocol import GpulensProtocol
 
 logger = logging.getLogger(__name__)
 
@@ -50,20 +57,24 @@ async def serve_stream(
                 logger.warning("the client's stream ended in the middle of a message")
             # a client that vanishes without `shutdown` is an abnormal end, as `exit` alone is
             return 0 if protocol.is_shut_down else 1
-        for event in decoder.feed(chunk):
-            if isinstance(event, Body):
-                code = _handle(protocol, event.value)
+        try:
+            for event in decoder.feed(chunk):
+                code = _handle(protocol, event)
                 if code is not None:
                     return code
-            else:
-                logger.warning("skipped input that is not a message: %s", event.reason)
-                protocol.reply_error(None, PARSE_ERROR, event.reason)
+        except BrokenPipeError:
+            logger.error("the client closed its end of the connection; stopping")
+            return 1
     return 0
 
 
-def _handle(protocol: GpulensProtocol, value: Any) -> int | None:
-    """Hand one message to pygls; an exit code when it was `exit`."""
-    message = parse_message(value)
+def _handle(protocol: GpulensProtocol, event: Body | FramingError) -> int | None:
+    """Answer or hand over one event of the stream; an exit code when it was `exit`."""
+    if isinstance(event, FramingError):
+        logger.warning("skipped input that is not a message: %s", event.reason)
+        protocol.reply_error(None, PARSE_ERROR, event.reason)
+        return None
+    message = parse_message(event.value)
     if isinstance(message, Rejection):
         logger.warning("rejected a message: %s", message.message)
         for request_id in message.ids:
@@ -78,8 +89,7 @@ def _handle(protocol: GpulensProtocol, value: Any) -> int | None:
     except SystemExit as done:  # pygls ends `exit` with sys.exit(0 or 1)
         return done.code if isinstance(done.code, int) else 1
     except BrokenPipeError:
-        logger.error("the client closed its end of the connection; stopping")
-        return 1
+        raise
     except Exception as error:
         logger.error("error handling %s: %s", message.get("method", "a response"), error)
         protocol.report_error(error)

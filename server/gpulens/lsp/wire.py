@@ -161,9 +161,9 @@ class FrameDecoder:
         try:
             value = json.loads(bytes(self._buffer[:length]).decode("utf-8"))  # LSP's only encoding
         except UnicodeDecodeError as error:
-            return self._fail(f"a message that is not UTF-8: {_first_line(error)}", skip=0)
+            return self._fail(f"a message that is not UTF-8: {first_line(error)}", skip=0)
         except (ValueError, RecursionError) as error:
-            return self._fail(f"a message that is not JSON: {_first_line(error)}", skip=0)
+            return self._fail(f"a message that is not JSON: {first_line(error)}", skip=0)
         del self._buffer[:length]
         return Body(value)
 
@@ -220,6 +220,7 @@ def _kind(value: object) -> str:
     return {str: "a string", bool: "a boolean", type(None): "null"}.get(type(value), "a number")
 
 
-def _first_line(error: BaseException) -> str:
+def first_line(error: BaseException) -> str:
+    """The first line of an error's message (its type's name when it has none)."""
     lines = str(error).strip().splitlines()
     return lines[0] if lines else type(error).__name__
