@@ -44,7 +44,7 @@ _names = itertools.count()
 
 
 @pytest_lsp.fixture(config=server_config(**{ENV: "1"}), scope="module")
-async def client(lsp_client: RecordingClient, tmp_path_factory: pytest.TempPathFactory):
+async def debug_client(lsp_client: RecordingClient, tmp_path_factory: pytest.TempPathFactory):
     root = tmp_path_factory.mktemp("line_breaks")
     lsp_client.set_configuration({}, section="gpulens")
     lsp_client.initialize_result = await lsp_client.initialize_session(initialize_params(root))
@@ -76,8 +76,9 @@ edits = st.lists(
 )
 @given(start=texts, changes=edits)
 async def test_the_servers_text_is_the_clients_after_every_edit(
-    client: RecordingClient, start: str, changes: list[tuple[int, int, str]]
+    debug_client: RecordingClient, start: str, changes: list[tuple[int, int, str]]
 ) -> None:
+    client = debug_client
     uri = f"file:///gpulens-tests/line-breaks/doc{next(_names)}.py"
     open_document(client, uri, start)
     text = start
@@ -133,7 +134,10 @@ def fixed_by_the_cli(text: str, folder: Path) -> str:
     return path.read_bytes().decode("utf-8")
 
 
-async def test_fix_all_gives_what_check_fix_gives(client: RecordingClient, tmp_path: Path) -> None:
+async def test_fix_all_gives_what_check_fix_gives(
+    debug_client: RecordingClient, tmp_path: Path
+) -> None:
+    client = debug_client
     text = program_with_odd_breaks()
     expected = fixed_by_the_cli(text, tmp_path)
     assert expected != text, "the program has nothing to fix: the test would prove nothing"
