@@ -51,5 +51,5 @@ def run(args: argparse.Namespace) -> int:
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     # a stray print() anywhere in the process would corrupt the protocol stream
     sys.stdout = sys.stderr
-    server.start_io(stdin, stdout)
-    return 0
+    # LSP's exit code: 0 after `shutdown` then `exit`, 1 when the client skipped `shutdown`
+    return server.serve_stdio(stdin, stdout)

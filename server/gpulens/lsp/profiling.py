@@ -41,7 +41,6 @@ from urllib.parse import unquote
 from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
 from pygls.uris import to_fs_path
-from pygls.workspace import TextDocument
 from pygls.workspace.position_codec import PositionCodec
 
 from gpulens.analysis.source import source_lines
@@ -49,6 +48,7 @@ from gpulens.lsp.convert import LineIndex
 from gpulens.lsp.documents import notebook_of, open_document
 from gpulens.lsp.settings import plain
 from gpulens.lsp.status import _chain_builtin
+from gpulens.lsp.text_documents import LspTextDocument
 from gpulens.profiler.cells import Cell, cell_at_line, split_cells
 from gpulens.profiler.report import (
     failed_payload,
@@ -576,7 +576,7 @@ def register(server: GpulensServer) -> None:
         document = open_document(server, params.text_document.uri)
         if profile is None or document is None:
             return
-        copy = TextDocument(
+        copy = LspTextDocument(
             document.uri, document.source, position_codec=server.workspace.position_codec
         )
         old = lines_of(copy.source)
