@@ -22,6 +22,7 @@ import sys
 import threading
 from array import array
 from bisect import bisect_right
+from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from types import CodeType
@@ -93,6 +94,30 @@ def line_at(segments: Segments, t: int) -> int:
     return segments["line"][i] if i >= 0 else OUTSIDE
 
 
+def place_calls(
+    placed: dict[int, tuple[int, int]],
+    calls: Iterable[tuple[int, int]],
+    segments: Segments,
+    retained_from: int,
+) -> None:
+    """Adds to `placed` (corr -> (start, line)) the line each call (corr, start) was made
+    from, for calls made within the segments kept; a corr keeps its earliest start."""
+    for corr, begin in calls:
+        if begin < retained_from or (corr in placed and placed[corr][0] <= begin):
+            continue
+        placed[corr] = (begin, line_at(segments, begin))
+
+
+def placed_columns(placed: dict[int, tuple[int, int]]) -> dict[str, list[int]]:
+    """`placed` as the `placed` record columns attribution reads."""
+    corrs = list(placed)
+    return {
+        "corr": corrs,
+        "start": [placed[c][0] for c in corrs],
+        "line": [placed[c][1] for c in corrs],
+    }
+
+
 class TimelineWalker:
     """Replays line events in order, batch after batch, with a frame stack.
 
@@ -105,26 +130,34 @@ class TimelineWalker:
     def __init__(self, start: int, keep_segments: bool = True) -> None:
         self.start = start
         self.keep_segments = keep_segments
-        self.hits: dict[int, int] = {}
-        self.host: dict[int, int] = {}
+        self.hits: defaultdict[int, int] = defaultdict(int)
+        self.host: defaultdict[int, int] = defaultdict(int)
         self.seg_t = array("q")
         self.seg_line = array("i")
         self.retained_from = start
         # each frame: [code index, current line or None, time that line began]
         self.stack: list[list[Any]] = []
         self._last = OUTSIDE  # the line of the newest segment
+        self._last_t: int | None = None  # and its start
 
     def feed(
         self, events: Iterable[tuple[int, int, Any, int]], index: dict[int, int] | None = None
     ) -> None:
         """Walks `events` (t, kind, code, line); with `index`, `code` is a code object
         mapped to its index by id."""
+        # the hot loop of a long cell: one pass, locals only, the common case first
         stack, hits, host = self.stack, self.hits, self.host
-        seg_t, seg_line, keep = self.seg_t, self.seg_line, self.keep_segments
-        last = self._last
+        add_t, add_line = self.seg_t.append, self.seg_line.append
+        seg_line, keep = self.seg_line, self.keep_segments
+        last, last_t = self._last, self._last_t
+        seen, code = None, -1
+        is_line, is_start, is_return, outside = LINE, START, RETURN, OUTSIDE
         for now, kind, recorded, line in events:
-            code = recorded if index is None else index.get(id(recorded), -1)
-            if kind == LINE:
+            if index is None:
+                code = recorded
+            elif recorded is not seen:  # events mostly come from one code object in a row
+                seen, code = recorded, index.get(id(recorded), -1)
+            if kind == is_line:
                 if not stack or stack[-1][0] != code:
                     if any(frame[0] == code for frame in stack):
                         while stack[-1][0] != code:
@@ -132,32 +165,38 @@ class TimelineWalker:
                     else:  # a frame entered before recording began
                         stack.append([code, None, now])
                 top = stack[-1]
-                _charge(stack, top, now, host)
-                top[1], top[2] = line, now
-                hits[line] = hits.get(line, 0) + 1
-                current = line
+                if top[1] is not None:
+                    if len(stack) == 1:
+                        host[top[1]] += now - top[2]
+                    else:
+                        _charge(stack, top, now, host)
+                top[1] = current = line
+                top[2] = now
+                hits[line] += 1
             else:
-                if kind == START:
+                if kind == is_start:
                     stack.append([code, None, now])
-                elif kind == RETURN and any(frame[0] == code for frame in stack):
+                elif kind == is_return and any(frame[0] == code for frame in stack):
                     while stack:
                         frame = stack.pop()
                         _charge(stack, frame, now, host)
                         if frame[0] == code:
                             break
-                current = OUTSIDE
+                current = outside
                 for frame in reversed(stack):
                     if frame[1] is not None:
                         current = frame[1]
                         break
-            if keep and current != last:
-                if seg_t and seg_t[-1] == now:
-                    seg_line[-1] = current
-                else:
-                    seg_t.append(now)
-                    seg_line.append(current)
-            last = current
-        self._last = last
+            if current != last:
+                if keep:
+                    if now == last_t:
+                        seg_line[-1] = current
+                    else:
+                        add_t(now)
+                        add_line(current)
+                        last_t = now
+                last = current
+        self._last, self._last_t = last, last_t
 
     def pause(self, ns: int) -> None:
         """`ns` of the profiler's own work (a fold) are not charged to the running lines."""
@@ -188,15 +227,17 @@ class TimelineWalker:
         self._last = OUTSIDE
         return Timeline(
             segments=self.segments(),
-            hits=self.hits,
-            host=self.host,
+            hits=dict(self.hits),
+            host=dict(self.host),
             start=self.start,
             end=end,
             retained_from=self.retained_from,
         )
 
 
-def _charge(stack: list[list[Any]], frame: list[Any], now: int, host: dict[int, int]) -> None:
+def _charge(
+    stack: list[list[Any]], frame: list[Any], now: int, host: defaultdict[int, int]
+) -> None:
     """Host time of `frame`'s current line, unless a frame below it is on the same line (a
     comprehension's frame: the frame below already covers this time)."""
     line = frame[1]
@@ -207,7 +248,7 @@ def _charge(stack: list[list[Any]], frame: list[Any], now: int, host: dict[int, 
             break
         if other[1] == line:
             return
-    host[line] = host.get(line, 0) + now - frame[2]
+    host[line] += now - frame[2]
 
 
 def walk_events(events: LineEvents, keep_segments: bool = True) -> Timeline:

@@ -147,14 +147,18 @@ def describe_error(error: BaseException, filename: str) -> dict[str, Any]:
 def profile_code(
     code: CodeType,
     namespace: dict[str, Any],
-    backend: str = "auto",
+    backend: str | Session = "auto",
     after_cell: Callable[[], None] | None = None,
 ) -> Capture:
-    """Runs `code` in `namespace` under a backend; the cell's exception, if any, is caught
-    and described in `Capture.error` (and kept in `Capture.exception`). The backend and the
-    line hooks are always released, also on KeyboardInterrupt. `after_cell` runs as soon as
-    the cell's code is done (the child stops listening to SIGINT there)."""
-    session, warnings = open_session(backend)
+    """Runs `code` in `namespace` under a backend (a name, or a session to use as it is);
+    the cell's exception, if any, is caught and described in `Capture.error` (and kept in
+    `Capture.exception`). The backend and the line hooks are always released, also on
+    KeyboardInterrupt. `after_cell` runs as soon as the cell's code is done (the child stops
+    listening to SIGINT there)."""
+    if isinstance(backend, str):
+        session, warnings = open_session(backend)
+    else:
+        session, warnings = backend, []
     recorder = LineRecorder(
         code,
         session.clock,
@@ -195,10 +199,11 @@ def profile_code(
         f"placing GPU calls before old line segments were dropped failed ({error})"
         for error in dict.fromkeys(recorder.drop_errors)
     )
-    # begin: enabling the backend; cell: the cell alone; finish: flush, release, decode
+    # begin: enabling the backend; cell: the cell alone, less the folds of its line
+    # timeline (fold_s, when it had any); finish: flush, release, decode
     timings = {
         "begin_s": started - began,
-        "cell_s": ran - started,
+        "cell_s": ran - started - recorder.fold_ns / 1e9,
         "run_s": ran - began,
         "finish_s": finished - ran,
     }

@@ -21,7 +21,7 @@ import time
 from typing import Any
 
 from gpulens.profiler.capture.activity import CUPTI_SUCCESS, decode_api_calls, decode_buffers
-from gpulens.profiler.timeline import Segments, line_at
+from gpulens.profiler.timeline import Segments, place_calls, placed_columns
 
 FLUSH_FORCED = 1
 # mid-cell: only buffers whose records are all complete (a forced flush would hand over a
@@ -329,11 +329,8 @@ class CuptiSession:
             fresh = self.sink.completed[self._buffers_placed :]
             self._buffers_placed = len(self.sink.completed)
         api = decode_api_calls(fresh, self)
-        placed = self._placed
-        for corr, begin in zip(api["corr"], api["start"], strict=True):
-            if begin < retained_from or (corr in placed and placed[corr][0] <= begin):
-                continue
-            placed[corr] = (begin, line_at(segments, begin))
+        calls = zip(api["corr"], api["start"], strict=True)
+        place_calls(self._placed, calls, segments, retained_from)
 
     def finish(self) -> dict[str, Any]:
         """Waits for the cell's GPU work, flushes, releases CUPTI, decodes. Never raises."""
@@ -362,12 +359,7 @@ class CuptiSession:
         records = decode_buffers(buffers, self)
         records["main_tid"] = self.main_tid
         if self._placed:
-            corrs = list(self._placed)
-            records["placed"] = {
-                "corr": corrs,
-                "start": [self._placed[c][0] for c in corrs],
-                "line": [self._placed[c][1] for c in corrs],
-            }
+            records["placed"] = placed_columns(self._placed)
         decoded = time.perf_counter()
         records["_timings"] = {
             "flush_s": flushed - began,
