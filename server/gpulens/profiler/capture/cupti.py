@@ -24,8 +24,8 @@ from gpulens.profiler.capture.activity import CUPTI_SUCCESS, decode_api_calls, d
 from gpulens.profiler.timeline import Segments, place_calls, placed_columns
 
 FLUSH_FORCED = 1
-# mid-cell: only buffers whose records are all complete (a forced flush would hand over a
-# kernel still running with no end time)
+# mid-cell: the buffers whose records are all complete, full or not (a forced flush would
+# also hand over a kernel still running, its record incomplete)
 FLUSH_COMPLETED = 0
 BUFFER_BYTES = 8 * 1024 * 1024
 # idle buffers kept between profiles (CUPTI asks for one at a time per context)
