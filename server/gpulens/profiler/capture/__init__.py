@@ -189,15 +189,17 @@ def profile_code(
             recorder.stop()
             ran = time.perf_counter()
     finally:
-        timeline = recorder.timeline()
-        if hasattr(session, "retained_from"):
-            session.retained_from = timeline["retained_from"]
-        records = session.finish()
+        try:
+            timeline = recorder.timeline()
+            if hasattr(session, "retained_from"):
+                session.retained_from = timeline["retained_from"]
+        finally:
+            records = session.finish()
     finished = time.perf_counter()
     warnings.extend(session.warnings)
     warnings.extend(
-        f"placing GPU calls before old line segments were dropped failed ({error})"
-        for error in dict.fromkeys(recorder.drop_errors)
+        f"placing GPU calls before old line segments were dropped failed ({problem})"
+        for problem in dict.fromkeys(recorder.drop_errors)
     )
     # begin: enabling the backend; cell: the cell alone, less the folds of its line
     # timeline (fold_s, when it had any); finish: flush, release, decode
