@@ -11,8 +11,8 @@ each time it fills (`RAW_EVENTS_KEPT`), the events are folded into a `TimelineWa
 and host time per line, and the segments that say which line ran when) and dropped. The
 segments are what GPU records are placed with, so they are kept too, but at most
 `SEGMENTS_KEPT`: past that, the backend is asked to place the calls it already has
-(`before_drop`) and the oldest half is dropped. An interrupted cell so only has the events
-since the last fold left to walk.
+(`before_drop`) and the oldest half is dropped. So an interrupted cell has at most
+`RAW_EVENTS_KEPT` events left to walk before it can answer.
 """
 
 from __future__ import annotations
