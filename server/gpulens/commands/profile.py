@@ -38,9 +38,22 @@ def _add_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _write_output(chunk: bytes) -> None:
+    """The script's output, shown as it comes (on stderr: stdout carries the report)."""
+    sys.stderr.buffer.write(chunk)
+    sys.stderr.flush()
+
+
 def run(args: argparse.Namespace) -> int:
+    import signal
+
     from gpulens.profiler.report import render_html, render_text
-    from gpulens.profiler.runner import ProfileRequestError, run_profile
+    from gpulens.profiler.runner import (
+        ProfileRequestError,
+        StopRequest,
+        run_profile,
+        stop_on_signals,
+    )
 
     rest = list(args.args)
     split = rest.index("--") if "--" in rest else len(rest)
@@ -49,22 +62,28 @@ def run(args: argparse.Namespace) -> int:
         again = argparse.ArgumentParser(prog="gpulens profile")
         _add_options(again)
         again.parse_args(options, namespace=args)
-    try:
-        payload = run_profile(
-            args.file,
-            cell=args.cell,
-            line=args.line,
-            python=args.python,
-            timeout=args.timeout,
-            args=script_args,
-            backend=args.backend,
-        )
-    except ProfileRequestError as error:
-        print(f"gpulens profile: {error}", file=sys.stderr)
-        return 2
-    output = payload.get("output")
-    if output and args.format == "text":
-        sys.stderr.write(output if output.endswith("\n") else output + "\n")
+    stop = StopRequest()
+    # Ctrl-C, a kill or a closed terminal stops the script too (the lines that ran are
+    # still reported); the script runs in a process group of its own, out of their reach
+    with stop_on_signals(stop):
+        try:
+            payload = run_profile(
+                args.file,
+                cell=args.cell,
+                line=args.line,
+                python=args.python,
+                timeout=args.timeout,
+                args=script_args,
+                backend=args.backend,
+                on_output=_write_output if args.format == "text" else None,
+                stop=stop,
+            )
+        except ProfileRequestError as error:
+            print(f"gpulens profile: {error}", file=sys.stderr)
+            return 2
+    status = 1 if payload.get("error") else 0
+    if stop.reason is not None:
+        status = 128 + signal.Signals[stop.reason].value  # what the shell expects
     if args.format == "json":
         rendered = json.dumps(payload, indent=1) + "\n"
     elif args.format == "html":
@@ -79,5 +98,9 @@ def run(args: argparse.Namespace) -> int:
             print(f"gpulens profile: cannot write {args.output}: {error.strerror}", file=sys.stderr)
             return 2
     else:
-        sys.stdout.write(rendered)
-    return 1 if payload.get("error") else 0
+        try:
+            sys.stdout.write(rendered)
+            sys.stdout.flush()
+        except OSError:  # the terminal went away (SIGHUP): nothing left to show it on
+            pass
+    return status

@@ -4,8 +4,10 @@
 Code runs only when the client executes `gpulens.profileCell {uri, line}` (line 0-based):
 never on open, save, code lens or hover. The cell holding that line runs in a subprocess of
 `gpulens.profile.python` (default: the server's interpreter) under `gpulens.profile.timeoutSeconds`
-(`gpulens.profiler.runner`); the command answers with the `gpulens.profile/1` payload, so a
-client may draw it itself, and the server keeps its lines to draw them as inlay hints.
+(`gpulens.profiler.runner`), in the file's folder, as editors run a cell; the command answers
+with the `gpulens.profile/1` payload, so a client may draw it itself, and the server keeps its
+lines to draw them as inlay hints. The runner waits in a daemon thread: a server that exits
+(or is killed) mid-profile is not held up by it, and the subprocess ends with the server.
 
 Lenses: "Profile cell" above each `# %%` cell with code; none in a file without markers,
 because every module of a project would carry one and most are not scripts. The command works
@@ -26,10 +28,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 import signal
 import subprocess
+import threading
 import time
 import uuid
 import weakref
@@ -215,6 +219,28 @@ class ProfileRequest:
     label: str  # "cell 2 of train.py", for the progress title
 
 
+def in_daemon_thread(function: Callable[[], T]) -> asyncio.Future[T]:
+    """`function()` in a daemon thread, as a future of the running loop. Unlike
+    `asyncio.to_thread`, interpreter exit does not wait for it."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[T] = loop.create_future()
+
+    def settle(outcome: Callable[[], None]) -> None:
+        if not future.done():
+            outcome()
+
+    def work() -> None:
+        try:
+            outcome = functools.partial(future.set_result, function())
+        except BaseException as error:
+            outcome = functools.partial(future.set_exception, error)
+        with contextlib.suppress(RuntimeError):  # the loop closed: nobody waits any more
+            loop.call_soon_threadsafe(settle, outcome)
+
+    threading.Thread(target=work, name="gpulens-profile", daemon=True).start()
+    return future
+
+
 def _run(request: ProfileRequest, state: ProfileState) -> dict[str, Any]:
     """The runner, with a request it cannot run (no such line, unreadable file) as a payload."""
     try:
@@ -225,6 +251,7 @@ def _run(request: ProfileRequest, state: ProfileState) -> dict[str, Any]:
             python=request.python,
             timeout=request.timeout_s,
             on_start=state.started,
+            cwd=os.path.dirname(os.path.abspath(request.path)),
         )
     except ProfileRequestError as error:
         source = {"path": request.path, "cell": None, "first_line": request.line + 1}
@@ -380,7 +407,7 @@ async def _profile(ls: Any, state: ProfileState, request: ProfileRequest) -> dic
             progress.report("waiting for the profile already running")
         async with state.running:
             started = time.monotonic()
-            worker = asyncio.ensure_future(asyncio.to_thread(_run, request, state))
+            worker = in_daemon_thread(lambda: _run(request, state))
             try:
                 cancelled = await _wait(worker, progress, started)
             except asyncio.CancelledError:

@@ -93,6 +93,9 @@ class TorchSession:
         self.clock = time.time_ns  # torch.profiler's clock (an NTP step mid-cell would skew)
         self.warnings: list[str] = []
         self.filename = ""
+        # set before finish: calls made earlier fell in line segments dropped to bound
+        # memory, and are placed by their Python stack instead
+        self.retained_from: int | None = None
         self._profile: Any = None
         self._mark: ClockMark | None = None
 
@@ -121,7 +124,7 @@ class TorchSession:
             self._mark["trace_start"] = _trace_start_ns(self._profile)
         calls = host_calls(self._profile.events())
         stopped = time.perf_counter()
-        records = records_from_calls(calls, self.filename, self._mark)
+        records = records_from_calls(calls, self.filename, self._mark, self.retained_from)
         # the inputs as plain data, for a bug report or a test fixture
         records["torch_calls"], records["clock_mark"] = calls, self._mark
         records["_timings"] = {
@@ -221,10 +224,14 @@ def _line_in(stack: list[str], filename: str) -> int | None:
 
 
 def records_from_calls(
-    calls: list[HostCall], filename: str, mark: ClockMark | None
+    calls: list[HostCall],
+    filename: str,
+    mark: ClockMark | None,
+    retained_from: int | None = None,
 ) -> dict[str, Any]:
     """Host calls -> attribution columns: joined by time (`api` columns on our clock) when
-    the marker is found, else by stack (`corr_line`)."""
+    the marker is found, else by stack (`corr_line`). Calls made before `retained_from`
+    (the line timeline kept only later segments) also get their line by stack (`by_stack`)."""
     marker = next((call for call in calls if call["name"] == MARKER), None)
     by_time, offset, main_thread = False, 0, 0
     if marker is not None and mark is not None:
@@ -232,6 +239,7 @@ def records_from_calls(
         by_time, main_thread = True, marker["thread"]
     api: dict[str, list[int]] = {"corr": [], "start": [], "end": [], "tid": []}
     corr_line: dict[int, int | None] = {}
+    by_stack: dict[str, list[Any]] = {"corr": [], "line": []}
     kernels: dict[str, list[Any]] = {k: [] for k in ("corr", "start", "end", "device", "name")}
     memcpy: dict[str, list[Any]] = {
         k: []
@@ -255,6 +263,9 @@ def records_from_calls(
             api["start"].append(call["start"] + offset)
             api["end"].append(call["end"] + offset)
             api["tid"].append(call["thread"])
+            if retained_from is not None and call["start"] + offset < retained_from:
+                by_stack["corr"].append(corr)
+                by_stack["line"].append(_line_in(call["stack"], filename))
         else:
             corr_line[corr] = _line_in(call["stack"], filename)
         family["corr"].append(corr)
@@ -303,6 +314,8 @@ def records_from_calls(
     if by_time:
         records["api"] = api
         records["main_tid"] = main_thread
+        if by_stack["corr"]:
+            records["by_stack"] = by_stack
     else:
         records["corr_line"] = corr_line
     return records
