@@ -88,7 +88,7 @@ def _first_line(error: BaseException) -> str:
 
 
 def build_server() -> GpulensServer:
-    """A server with every feature registered, ready for `start_io` or `start_tcp`."""
+    """A server with every feature registered, ready for `start_io`."""
     server = GpulensServer()
     settings.register(server)
     diagnostics.register(server)
