@@ -2,12 +2,14 @@
 `gpulens.clearProfile` commands, inlay hints after the profiled lines and their hover.
 
 Code runs only when the client executes `gpulens.profileCell {uri, line}` (line 0-based):
-never on open, save, code lens or hover. The cell holding that line runs in a subprocess of
-`gpulens.profile.python` (default: the server's interpreter) under `gpulens.profile.timeoutSeconds`
-(`gpulens.profiler.runner`), in the file's folder, as editors run a cell; the command answers
-with the `gpulens.profile/1` payload, so a client may draw it itself, and the server keeps its
-lines to draw them as inlay hints. The runner waits in a daemon thread: a server that exits
-(or is killed) mid-profile is not held up by it, and the subprocess ends with the server.
+never on open, save, code lens or hover, and never where the client said the folder is not
+trusted (`gpulens.lsp.trust`: the command then answers with the reason). The cell holding that
+line runs in a subprocess of `gpulens.profile.python` (default: the server's interpreter) under
+`gpulens.profile.timeoutSeconds` (`gpulens.profiler.runner`), in the file's folder, as editors
+run a cell; the command answers with the `gpulens.profile/1` payload, so a client may draw it
+itself, and the server keeps its lines to draw them as inlay hints. The runner waits in a
+daemon thread: a server that exits (or is killed) mid-profile is not held up by it, and the
+subprocess ends with the server.
 
 Lenses: "Profile cell" above each `# %%` cell with code; none in a file without markers,
 because every module of a project would carry one and most are not scripts. The command works
@@ -53,6 +55,7 @@ from gpulens.lsp.documents import notebook_of, open_document
 from gpulens.lsp.settings import plain
 from gpulens.lsp.status import _chain_builtin
 from gpulens.lsp.text_documents import LspTextDocument
+from gpulens.lsp.trust import UNTRUSTED_LENS, UNTRUSTED_PROFILE, may_profile
 from gpulens.profiler.cells import Cell, cell_at_line, split_cells
 from gpulens.profiler.report import (
     failed_payload,
@@ -365,7 +368,13 @@ async def run_profile_command(ls: Any, uri: str, line: int) -> dict[str, Any]:
     path = _file_path(uri)
     text = None if document is None else document.source
     name = (path or uri).replace("\\", "/").rsplit("/", 1)[-1]
-    if notebook_of(ls, uri) is not None:
+    if not may_profile(ls.settings.workspace_trusted):
+        payload = failed_payload(
+            {"path": path or uri, "cell": None, "first_line": line + 1},
+            UNTRUSTED_PROFILE,
+            "RequestError",
+        )
+    elif notebook_of(ls, uri) is not None:
         payload = failed_payload(
             {"path": path or uri, "cell": None, "first_line": line + 1},
             "notebook cells are profiled in their kernel: run the cell with %%gpulens "
@@ -539,6 +548,7 @@ def code_lenses(ls: Any, uri: str) -> list[types.CodeLens]:
     if document is None or notebook_of(ls, uri) is not None:
         return []
     profile = state_of(ls).documents.get(_key(uri))
+    title = "▶ Profile cell" if may_profile(ls.settings.workspace_trusted) else UNTRUSTED_LENS
     lenses = []
     for cell in split_cells(document.source):
         if cell.index == 0 or not has_code(cell):
@@ -552,7 +562,7 @@ def code_lenses(ls: Any, uri: str) -> list[types.CodeLens]:
             types.CodeLens(
                 range=where,
                 command=types.Command(
-                    title="▶ Profile cell",
+                    title=title,
                     command=PROFILE_CELL,
                     arguments=[{"uri": uri, "line": marker}],
                 ),

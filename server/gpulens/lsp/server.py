@@ -86,7 +86,7 @@ class GpulensServer(LanguageServer):
 
 
 def build_server() -> GpulensServer:
-    """A server with every feature registered, ready for `start_io` or `start_tcp`."""
+    """A server with every feature registered, ready for `start_io`."""
     server = GpulensServer()
     settings.register(server)
     diagnostics.register(server)
