@@ -8,6 +8,7 @@ import os
 import sys
 
 HELP = "Run the language server (stdio by default; --tcp HOST:PORT to listen on a socket)."
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 
 
 def _host_port(value: str) -> tuple[str, int]:
@@ -29,12 +30,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--log-level",
         default=os.environ.get("GPULENS_LOG_LEVEL", "WARNING"),
-        choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+        choices=LOG_LEVELS,
         help="what the server writes to stderr (default WARNING; env GPULENS_LOG_LEVEL)",
     )
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.log_level not in LOG_LEVELS:  # argparse checks the option, not its default
+        print(
+            f"gpulens serve: error: GPULENS_LOG_LEVEL={args.log_level!r} is not a log level; "
+            f"set it to one of {', '.join(LOG_LEVELS)}",
+            file=sys.stderr,
+        )
+        return 2
     # stderr only: on stdio, stdout carries the protocol
     logging.basicConfig(
         stream=sys.stderr,
