@@ -169,6 +169,19 @@ def bench():
     out = x @ x
     return time.monotonic() - begin
 """
+SHADOWED_BY_A_CLASS = """\
+import numpy as np
+import torch
+x = torch.randn(3).cuda()
+
+
+class A:
+    x = 1
+
+    def f(self):
+        for i in range(3):
+            x.item()
+"""
 OUTSIDE_CHANGES = {
     # the issue's case: a syntax error elsewhere hid a finding, and the repair did not bring
     # it back (the fix's preamble needs a file that parses)
@@ -194,6 +207,11 @@ OUTSIDE_CHANGES = {
         TWO_DEVICES.replace("dev = ", "DEV = ")
         .replace("device = ", "dev = ")
         .replace("DEV = ", "device = "),
+    ],
+    # a method sees the module's `x`, not its class's
+    "a module name that a class attribute shadows": [
+        SHADOWED_BY_A_CLASS,
+        SHADOWED_BY_A_CLASS.replace("torch.randn(3).cuda()", "np.zeros(3)"),
     ],
     "two spellings of one import swapped": [
         TWO_SPELLINGS,

@@ -121,12 +121,17 @@ class FunctionResultsMixin:
         names = self.memo.names_in(text, function)
         # an enclosing scope's names are final once its functions are walked: look each up
         # once per walk, however many functions use it
-        # the entry holds the scope itself, so that its id cannot be reused by a new scope
-        looked_up = self._looked_up.setdefault(id(enclosing), (enclosing, {}))[1]
+        entry = self._looked_up.get(id(enclosing))
+        if entry is None:
+            # names are looked up as the body does, from a scope of its own: a class's
+            # attributes are not seen from its methods. The probe scope holds the enclosing
+            # one, so that its id cannot be reused by a new scope during the walk.
+            entry = self._looked_up[id(enclosing)] = (Scope("function", "", enclosing), {})
+        probe, looked_up = entry
         scope_values = []
         for name in names:
             if name not in looked_up:
-                looked_up[name] = fingerprint(enclosing.lookup(name), self.evaluator)
+                looked_up[name] = fingerprint(probe.lookup(name), self.evaluator)
             scope_values.append(looked_up[name])
         devices = self._devices.get(id(enclosing), (None, None))[1]
         if devices is None:  # GPU007 uses the first device variable in scope
