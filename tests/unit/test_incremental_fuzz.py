@@ -12,6 +12,7 @@ import re
 import textwrap
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -215,6 +216,8 @@ def edited(text: str, history: list[str], step: tuple[str, float, float, str, st
     return "".join(lines)
 
 
+@pytest.mark.slow
+@pytest.mark.timeout(600)  # 200 sessions: about 15 s alone, several times that on a busy machine
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(source=st.sampled_from(SOURCES), session=steps)
 # a syntax error typed on a module-level line, then taken back

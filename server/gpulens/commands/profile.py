@@ -44,7 +44,7 @@ def _add_options(parser: argparse.ArgumentParser) -> None:
         type=positive_seconds,
         default=None,
         metavar="S",
-        help="stop the run after S seconds (default: 600)",
+        help="stop the run after S seconds",
     )
     parser.add_argument(
         "--python",
