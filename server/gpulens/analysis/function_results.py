@@ -2,8 +2,8 @@
 
 The walker asks `function_body` to walk each function; with a memo it first looks for a
 result recorded under a key of everything the body's walk reads from outside the body, and
-replays it (findings, pending findings, what the body passes to other functions, the facts
-and `self.x` attributes it sets) instead of walking.
+replays it (findings, pending findings, what the body passes to other functions, the facts,
+`self.x` attributes, imports and module classes it sets) instead of walking.
 """
 
 from __future__ import annotations
@@ -46,6 +46,9 @@ class Recording:
     uses_gpu: bool
     reduced_precision: bool
     self_bindings: dict[str, Value | None]
+    aliases: dict[str, str]  # the imports' bindings at the start
+    module_classes: frozenset[str]
+    outside_reads: int
     calls: list[tuple[str, tuple[tuple[int | str, Value | None], ...], str | None]] = field(
         default_factory=list
     )
@@ -57,6 +60,7 @@ class FunctionResultsMixin:
     ctx: Context
     evaluator: Evaluator
     memo: FunctionMemo | None
+    repaired: frozenset[int]  # lines whose parse is not their text
     call_sites: dict[str, object]
     _recordings: list[Recording]
     _looked_up: dict[int, tuple[Scope, dict[str, tuple[object, ...] | None]]]
@@ -74,31 +78,35 @@ class FunctionResultsMixin:
 
     def function_body(self, function: Function, enclosing: Scope, is_method: bool) -> None:
         sites = self.call_sites.get(("self." if is_method else "") + function.name)
-        if self.memo is None:
+        first = function.lineno - 1
+        last = (function.end_lineno or function.lineno) - 1
+        if self.memo is None or any(first <= line <= last for line in self.repaired):
+            # a repaired body was walked as other text than its own: its text cannot key it
             self.walk_function(function, enclosing, is_method, sites)
             return
         key = self.memo_key(function, enclosing, is_method, sites)
-        first = function.lineno - 1
         cached = self.memo.results.get(key)
         if cached is not None:
             self.memo.used.add(key)
             self.replay(cached, first, enclosing)
             return
+        ctx = self.ctx
         recording = Recording(
-            len(self.ctx.findings),
-            len(self.ctx.pending),
-            self.ctx.facts.uses_gpu,
-            self.ctx.facts.reduced_precision,
+            len(ctx.findings),
+            len(ctx.pending),
+            ctx.facts.uses_gpu,
+            ctx.facts.reduced_precision,
             _self_bindings(enclosing),
+            dict(ctx.imports.aliases),
+            frozenset(self.evaluator.module_classes),
+            ctx.outside_reads,
         )
         self._recordings.append(recording)
         try:
             self.walk_function(function, enclosing, is_method, sites)
         finally:
             self._recordings.pop()
-        result = self.result_of(
-            recording, first, (function.end_lineno or function.lineno) - 1, enclosing
-        )
+        result = self.result_of(recording, first, last, enclosing)
         if result is not None:
             self.memo.results[key] = result
             self.memo.used.add(key)
@@ -113,38 +121,51 @@ class FunctionResultsMixin:
         names = self.memo.names_in(text, function)
         # an enclosing scope's names are final once its functions are walked: look each up
         # once per walk, however many functions use it
-        # the entry holds the scope itself, so that its id cannot be reused by a new scope
-        looked_up = self._looked_up.setdefault(id(enclosing), (enclosing, {}))[1]
+        entry = self._looked_up.get(id(enclosing))
+        if entry is None:
+            # names are looked up as the body does, from a scope of its own: a class's
+            # attributes are not seen from its methods. The probe scope holds the enclosing
+            # one, so that its id cannot be reused by a new scope during the walk.
+            entry = self._looked_up[id(enclosing)] = (Scope("function", "", enclosing), {})
+        probe, looked_up = entry
         scope_values = []
         for name in names:
             if name not in looked_up:
-                looked_up[name] = fingerprint(enclosing.lookup(name))
+                looked_up[name] = fingerprint(probe.lookup(name), self.evaluator)
             scope_values.append(looked_up[name])
         devices = self._devices.get(id(enclosing), (None, None))[1]
-        if devices is None:  # GPU007 looks for any device variable in scope
+        if devices is None:  # GPU007 uses the first device variable in scope
             found: list[str] = []
             scope: Scope | None = enclosing
             while scope is not None:
                 found.extend(
-                    n for n, v in scope.bindings.items() if v is not None and v.kind is Kind.DEVICE
+                    n
+                    for n, v in scope.bindings.items()
+                    if v is not None and v.kind is Kind.DEVICE and "." not in n
                 )
                 scope = scope.parent
-            devices = tuple(sorted(found))
+            devices = tuple(found)
             self._devices[id(enclosing)] = (enclosing, devices)
         passed = None
         if sites is not None:
             passed = (
-                tuple(sorted((str(k), fingerprint(v)) for k, v in sites.arguments.items())),
+                tuple(
+                    sorted(
+                        (str(k), fingerprint(v, self.evaluator)) for k, v in sites.arguments.items()
+                    )
+                ),
                 sites.hot_call,
             )
+        attributes = _self_bindings(enclosing).items()
         return (
             text,
             is_method,
             tuple(scope_values),
             devices,
-            tuple(sorted((k, fingerprint(v)) for k, v in _self_bindings(enclosing).items())),
+            tuple(sorted((k, fingerprint(v, self.evaluator)) for k, v in attributes)),
             passed,
-            tuple(sorted(self.ctx.imports.aliases.items())),
+            # in binding order: the first local name of a module is the one fixes spell
+            tuple(self.ctx.imports.aliases.items()),
             frozenset(self.evaluator.module_classes),
         )
 
@@ -152,12 +173,15 @@ class FunctionResultsMixin:
         self, recording: Recording, first: int, last: int, enclosing: Scope
     ) -> FunctionResult | None:
         ctx = self.ctx
+        if ctx.outside_reads != recording.outside_reads:
+            return None  # a rule read the whole module, which the key does not cover
         findings = ctx.findings[recording.findings :]
         pending = ctx.pending[recording.pending :]
         # a fix that edits outside the function (a line after the imports) cannot move with it
         if not all(within(f, first, last) for f in [*findings, *(f for _, f in pending)]):
             return None
         after = _self_bindings(enclosing)
+        before = recording.aliases
         return FunctionResult(
             first,
             list(findings),
@@ -166,6 +190,8 @@ class FunctionResultsMixin:
             ctx.facts.uses_gpu and not recording.uses_gpu,
             ctx.facts.reduced_precision and not recording.reduced_precision,
             {k: v for k, v in after.items() if recording.self_bindings.get(k, ...) is not v},
+            tuple((k, v) for k, v in ctx.imports.aliases.items() if before.get(k) != v),
+            frozenset(self.evaluator.module_classes - recording.module_classes),
         )
 
     def replay(self, result: FunctionResult, first: int, enclosing: Scope) -> None:
@@ -181,6 +207,9 @@ class FunctionResultsMixin:
         ctx.facts.reduced_precision |= result.reduced_precision
         for name, value in result.self_bindings.items():
             enclosing.bind(name, value)
+        if result.imports:
+            ctx.imports.bind_all(result.imports)
+        self.evaluator.module_classes |= result.module_classes
         self.evaluator.invalidate()
 
 

@@ -182,7 +182,7 @@ class Evaluator:
         if callee is not None:
             if callee.kind in (Kind.GPU_MODULE, Kind.GPU):
                 return Value(Kind.GPU, callee.lib)
-            if callee.kind is Kind.FUNCTION and self._returns_host(callee.origin):
+            if callee.kind is Kind.FUNCTION and self.returns_host(callee.origin):
                 return None
         # an unknown function of GPU arrays usually returns GPU arrays (a loss, a metric)
         for argument in (*node.args, *(k.value for k in node.keywords)):
@@ -191,7 +191,8 @@ class Evaluator:
                 return Value(Kind.GPU, value.lib)
         return None
 
-    def _returns_host(self, function: ast.AST | None) -> bool:
+    def returns_host(self, function: ast.AST | None) -> bool:
+        """Whether a function of the file returns only host values (or nothing)."""
         # a function's returns do not change while the file is walked: decide once
         key = id(function)
         if key not in self._host_functions:

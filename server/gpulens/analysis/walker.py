@@ -30,17 +30,23 @@ _PROGRESS = ("tqdm", "track", "progress", "iter", "trange")
 
 
 def walk_module(
-    tree: ast.Module, source: SourceText, config: Config, memo: FunctionMemo | None = None
+    tree: ast.Module,
+    source: SourceText,
+    config: Config,
+    memo: FunctionMemo | None = None,
+    repaired: frozenset[int] = frozenset(),
 ) -> tuple[list[Finding], list[str]]:
+    """Findings of ``tree``; ``memo`` replays function bodies of earlier versions, except
+    those holding ``repaired`` lines (parsed as other text than their own)."""
     ctx = Context(source, config, tree)
-    walker = _Walker(ctx, memo)
+    walker = _Walker(ctx, memo, repaired)
     notes: list[str] = []
     try:
         walker.scope_body(tree.body)
     except RecursionError:
         # a pathological expression: walk what we can, one top-level statement at a time
         ctx = Context(source, config, tree)
-        walker = _Walker(ctx, None)
+        walker = _Walker(ctx, None, repaired)
         for statement in tree.body:
             try:
                 walker.scope_body([statement])
@@ -51,10 +57,11 @@ def walk_module(
 
 
 class _Walker(FunctionResultsMixin):
-    def __init__(self, ctx: Context, memo: FunctionMemo | None) -> None:
+    def __init__(self, ctx: Context, memo: FunctionMemo | None, repaired: frozenset[int]) -> None:
         self.ctx = ctx
         self.evaluator = ctx.evaluator
         self.memo = memo
+        self.repaired = repaired
         self.call_sites: defaultdict[str, CallSites] = defaultdict(CallSites)
         # per scope being walked: its function definitions, walked once the scope is done
         self._deferred_functions: list[list[tuple[Function, Scope, bool]]] = []

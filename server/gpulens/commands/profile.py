@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import stat
 import sys
+
+from gpulens.commands._paths import not_regular, unreachable
+from gpulens.commands._usage import OneLineParser, interpreter, positive_seconds, whole_number
 
 HELP = "run a script (or one `# %%` cell of it) and show each line's kernels, copies and syncs"
 
@@ -20,15 +25,32 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _add_options(parser: argparse.ArgumentParser) -> None:
     which = parser.add_mutually_exclusive_group()
-    which.add_argument("--cell", type=int, metavar="N", help="profile only cell N (from 1)")
-    which.add_argument("--line", type=int, metavar="L", help="profile only the cell holding line L")
+    which.add_argument(
+        "--cell",
+        type=whole_number(0, "a cell number"),
+        metavar="N",
+        help="profile only cell N (from 1; 0 is the code before the first `# %%`)",
+    )
+    which.add_argument(
+        "--line",
+        type=whole_number(1, "a line number"),
+        metavar="L",
+        help="profile only the cell holding line L (from 1)",
+    )
     parser.add_argument("--format", choices=("text", "json", "html"), default="text")
     parser.add_argument("-o", "--output", metavar="OUT", help="write the report here, not stdout")
     parser.add_argument(
-        "--timeout", type=float, default=None, metavar="S", help="stop the run after S seconds"
+        "--timeout",
+        type=positive_seconds,
+        default=None,
+        metavar="S",
+        help="stop the run after S seconds",
     )
     parser.add_argument(
-        "--python", metavar="INTERP", help="interpreter to run it with (default: this one)"
+        "--python",
+        type=interpreter,
+        metavar="INTERP",
+        help="interpreter to run it with (default: this one)",
     )
     parser.add_argument(
         "--backend",
@@ -59,9 +81,13 @@ def run(args: argparse.Namespace) -> int:
     split = rest.index("--") if "--" in rest else len(rest)
     options, script_args = rest[:split], rest[split + 1 :]
     if options:
-        again = argparse.ArgumentParser(prog="gpulens profile")
+        again = OneLineParser(prog="gpulens profile")
         _add_options(again)
         again.parse_args(options, namespace=args)
+    problem = _file_problem(args.file) or _output_problem(args.output)
+    if problem:
+        print(f"gpulens profile: error: {problem}", file=sys.stderr)
+        return 2
     stop = StopRequest()
     # Ctrl-C, a kill or a closed terminal stops the script too (the lines that ran are
     # still reported); the script runs in a process group of its own, out of their reach
@@ -79,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
                 stop=stop,
             )
         except ProfileRequestError as error:
-            print(f"gpulens profile: {error}", file=sys.stderr)
+            print(f"gpulens profile: error: {error}", file=sys.stderr)
             return 2
     status = 1 if payload.get("error") else 0
     if stop.reason is not None:
@@ -95,7 +121,11 @@ def run(args: argparse.Namespace) -> int:
             with open(args.output, "w", encoding="utf-8") as handle:
                 handle.write(rendered)
         except OSError as error:
-            print(f"gpulens profile: cannot write {args.output}: {error.strerror}", file=sys.stderr)
+            print(
+                f"gpulens profile: error: cannot write {args.output} ({error.strerror or error}); "
+                "the report was not saved: choose another -o",
+                file=sys.stderr,
+            )
             return 2
     else:
         try:
@@ -104,3 +134,38 @@ def run(args: argparse.Namespace) -> int:
         except OSError:  # the terminal went away (SIGHUP): nothing left to show it on
             pass
     return status
+
+
+def _file_problem(path: str) -> str | None:
+    """Why FILE cannot be run, before anything runs (a FIFO would block the read forever)."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as error:
+        return unreachable(path, path, error)
+    if stat.S_ISDIR(mode):
+        return f"{path} is a folder; name the Python script to run"
+    if not stat.S_ISREG(mode):
+        return not_regular(path, mode, "name the Python script to run")
+    if path.endswith(".ipynb"):
+        return (
+            f"{path} is a notebook: `gpulens profile` runs Python scripts; in Jupyter, run "
+            "`%load_ext gpulens` and start the cell with `%%gpulens`"
+        )
+    try:
+        with open(path, "rb"):
+            pass
+    except OSError as error:
+        return unreachable(path, path, error)
+    return None
+
+
+def _output_problem(output: str | None) -> str | None:
+    """Why the report could not be written to OUT, said before the run rather than after."""
+    if output is None:
+        return None
+    if os.path.isdir(output):
+        return f"-o {output} is a folder; name the file to write the report to"
+    folder = os.path.dirname(output) or "."
+    if not os.path.isdir(folder):
+        return f"-o {output}: the folder {folder} does not exist; create it or choose another"
+    return None

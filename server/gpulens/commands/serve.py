@@ -12,6 +12,7 @@ import os
 import sys
 
 HELP = "Run the language server over stdio (what editors start)."
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 
 TCP_REMOVED = (
     "gpulens serve: --tcp is not supported: any local process could connect to the port and "
@@ -25,7 +26,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--log-level",
         default=os.environ.get("GPULENS_LOG_LEVEL", "WARNING"),
-        choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+        choices=LOG_LEVELS,
         help="what the server writes to stderr (default WARNING; env GPULENS_LOG_LEVEL)",
     )
 
@@ -33,6 +34,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.tcp is not None:
         print(TCP_REMOVED, file=sys.stderr)
+        return 2
+    if args.log_level not in LOG_LEVELS:  # argparse checks the option, not its default
+        print(
+            f"gpulens serve: error: GPULENS_LOG_LEVEL={args.log_level!r} is not a log level; "
+            f"set it to one of {', '.join(LOG_LEVELS)}",
+            file=sys.stderr,
+        )
         return 2
     # stderr only: on stdio, stdout carries the protocol
     logging.basicConfig(

@@ -29,6 +29,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import IO, Any
 
+from gpulens.analysis.encoding import SourceDecodeError, decode_source
 from gpulens.analysis.source import source_lines
 from gpulens.profiler.cells import Cell, cell_at_line, cell_by_number, last_line_of, split_cells
 from gpulens.profiler.report import failed_payload
@@ -418,10 +419,12 @@ def run_profile(
     if cwd is not None and not os.path.isdir(cwd):
         raise ProfileRequestError(f"cannot run {path} in {cwd}: no such folder")
     if text is None:
-        try:
-            text = Path(path).read_text(encoding="utf-8")
+        try:  # read as `gpulens check` reads it: a declared coding is honoured
+            text = decode_source(Path(path).read_bytes(), path).text
         except OSError as error:
             raise ProfileRequestError(f"cannot read {path}: {error.strerror or error}") from error
+        except SourceDecodeError as error:
+            raise ProfileRequestError(str(error)) from None
     job = plan_job(os.path.abspath(path), text, cell=cell, line=line, args=args, backend=backend)
     job["path"] = os.path.abspath(path)
     payload = run_job(job, python, timeout, on_start, cwd=cwd, on_output=on_output, stop=stop)
