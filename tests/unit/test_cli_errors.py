@@ -209,7 +209,7 @@ CASES = {
     "profile latin-1 with a coding comment": Case(("profile", "latin1_declared.py"), status=0),
     "profile cell 0, the preamble": Case(("profile", "cells.py", "--cell", "0"), status=0),
     # ---- serve and the command itself --------------------------------------------------------
-    "serve --tcp without a port": Case(("serve", "--tcp", "localhost"), says="HOST:PORT"),
+    "serve --tcp": Case(("serve", "--tcp", "localhost:2087"), says="not supported"),
     "serve --log-level bogus": Case(("serve", "--log-level", "bogus"), says="bogus"),
     "serve with a bogus GPULENS_LOG_LEVEL": Case(
         ("serve",), env=(("GPULENS_LOG_LEVEL", "chatty"),), says="GPULENS_LOG_LEVEL"
