@@ -20,6 +20,7 @@ from __future__ import annotations
 import signal
 import sys
 import threading
+import time
 from array import array
 from bisect import bisect_right
 from collections import defaultdict
@@ -343,6 +344,8 @@ class LineRecorder:
         Runs inside an event callback on the main thread, so no event is added meanwhile;
         its own time is taken out of the running line's host time."""
         began = self.clock()
+        # the fold's wall time, reported: the session clock (CUPTI's) is for the timeline
+        began_wall = time.perf_counter_ns()
         walker = self._walker
         assert walker is not None
         with _interrupts_held(self._main_is_main):
@@ -355,10 +358,9 @@ class LineRecorder:
                     except Exception as error:  # the cell runs on; the payload says what
                         self.drop_errors.append(f"{type(error).__name__}: {error}")
                 walker.drop_oldest(SEGMENTS_KEPT // 2)
-            spent = self.clock() - began
-            walker.pause(spent)
+            walker.pause(self.clock() - began)
             self.folds += 1
-            self.fold_ns += spent
+            self.fold_ns += time.perf_counter_ns() - began_wall
 
     # -- sys.monitoring (3.12+) ------------------------------------------------------------
     def _start_monitoring(self) -> None:

@@ -205,7 +205,7 @@ def profile_code(
     # timeline (fold_s, when it had any); finish: flush, release, decode
     timings = {
         "begin_s": started - began,
-        "cell_s": ran - started - recorder.fold_ns / 1e9,
+        "cell_s": max(0.0, ran - started - recorder.fold_ns / 1e9),
         "run_s": ran - began,
         "finish_s": finished - ran,
     }

@@ -7,8 +7,9 @@ placed on the line the main thread was running when it began: the same join by t
 CUPTI backend, which also places the work autograd launches from its own thread. A marker
 op recorded between two reads of our clock checks that the clocks agree; where they do not
 (another torch), the marker gives the offset. Without the marker, work is placed by the
-Python stack torch.profiler records (`with_stack=True`) and work launched without one stays
-unattributed. Kineto's events carry no copy sizes.
+Python stack an event carries, where it carries one (traces are taken without `with_stack`,
+whose tracer costs more than it gives: torch 2.11 put no stack on these ops), and is counted
+as unattributed otherwise. Kineto's events carry no copy sizes.
 
 torch.profiler hands its events over only when its trace ends. In a long cell the line
 timeline drops its oldest segments to bound memory; before it does, the running trace is
@@ -125,9 +126,9 @@ class TorchSession:
     def _start_trace(self) -> None:
         from torch.profiler import ProfilerActivity, profile, record_function
 
-        self._profile = profile(
-            activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], with_stack=True
-        )
+        # no with_stack: its Python tracer records every call the cell makes (200+ MB over a
+        # long Python loop) and torch 2.11 attaches none of those stacks to the ops we read
+        self._profile = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])
         self._profile.__enter__()
         before = self.clock()
         with record_function(MARKER):
