@@ -17,8 +17,12 @@ finds by eye, each with the rule that should report it.
 
 Precision counts labeled findings: lenient = (tp + negligible) / labeled, strict = tp /
 labeled. A site is found when a finding of the site's rule starts on the site's line. Findings
-are counted once per (path, line, rule). Exit status: 0 whatever the figures, 1 on an error
-(a label file that does not parse, a download that fails, gpulens failing on a file).
+are counted once per (path, line, rule). Both figures come two ways: over all findings, and
+over the findings shown by default (severity error, warning or info: what an editor's Problems
+panel lists; `gpulens check` fails on error and warning), where only a shown finding finds a
+site. Hints (severity hint) are judged like the rest and counted apart: how many, and their
+tp / negligible / fp. Exit status: 0 whatever the figures, 1 on an error (a label file that
+does not parse, a download that fails, gpulens failing on a file).
 """
 
 from __future__ import annotations
@@ -45,6 +49,11 @@ CACHE = ROOT / ".cache" / "realworld"
 VERDICTS = ("tp", "negligible", "fp")
 SPLITS = ("tuned", "heldout")
 RULES = tuple(f"GPU{n:03d}" for n in range(1, 12))
+SEVERITIES = ("error", "warning", "info", "hint")
+# Shown by default: what an editor's Problems panel lists (`gpulens check` fails on error and
+# warning). A hint only marks the text, so it is scored apart.
+SHOWN = frozenset({"error", "warning", "info"})
+VIEWS = ("all", "shown", "hints")
 CONTEXT_LINES = 4  # lines shown above and below an unlabeled finding
 
 
@@ -346,6 +355,16 @@ def run_gpulens(source: Path, files: Sequence[str]) -> list[Observed]:
         raw = json.loads(done.stdout)
     except json.JSONDecodeError:
         raise CorpusError(f"gpulens check printed no JSON in {source}") from None
+    return parse_findings(raw)
+
+
+def parse_findings(raw: Sequence[dict]) -> list[Observed]:
+    """`gpulens check --format json` output as findings, once per (path, line, rule); a severity
+    the scoring does not know is an error rather than a finding counted in the wrong column."""
+    unknown = {item["severity"] for item in raw} - set(SEVERITIES)
+    if unknown:
+        names = ", ".join(sorted(unknown))
+        raise CorpusError(f"gpulens check printed an unknown severity: {names}")
     return dedupe(
         Observed(
             path=item["path"],
@@ -360,10 +379,13 @@ def run_gpulens(source: Path, files: Sequence[str]) -> list[Observed]:
 
 
 def dedupe(findings: Iterable[Observed]) -> list[Observed]:
-    """The first finding of each (path, line, rule), in (path, line, rule) order."""
+    """One finding of each (path, line, rule), in (path, line, rule) order: the first shown one
+    if any is shown (the line then shows in the Problems panel), else the first."""
     first: dict[tuple[str, int, str], Observed] = {}
     for finding in findings:
-        first.setdefault(finding.key, finding)
+        kept = first.get(finding.key)
+        if kept is None or (kept.severity not in SHOWN and finding.severity in SHOWN):
+            first[finding.key] = finding
     return [first[key] for key in sorted(first)]
 
 
@@ -420,60 +442,81 @@ class Tally:
 
 
 @dataclass(slots=True)
+class Score:
+    """The figures two ways: over every finding (`all`) and over the findings shown by default
+    (`shown`: severity error, warning or info), with the hints (`hints`) counted apart. A site
+    is found in `shown` only when a shown finding reports it; `hints` holds no sites (the sites
+    only a hint reports are the gap between the two recalls)."""
+
+    all: Tally = field(default_factory=Tally)
+    shown: Tally = field(default_factory=Tally)
+    hints: Tally = field(default_factory=Tally)
+
+    def add(self, other: Score) -> None:
+        for view in VIEWS:
+            getattr(self, view).add(getattr(other, view))
+
+    def as_dict(self) -> dict:
+        return {**self.all.as_dict(), "shown": self.shown.as_dict(), "hints": self.hints.as_dict()}
+
+
+@dataclass(slots=True)
 class PackageScore:
     package: Package
-    total: Tally
-    by_rule: dict[str, Tally]
+    total: Score
+    by_rule: dict[str, Score]
     unlabeled: list[Observed]
     stale: list[Label]  # labels no finding matches now (gone after an analysis change)
-    missed: list[Site]
+    missed: list[Site]  # sites no finding reports, shown or hint
 
 
 @dataclass(slots=True)
 class Report:
     packages: list[PackageScore]
-    by_split: dict[str, Tally] = field(default_factory=dict)
-    by_rule: dict[str, Tally] = field(default_factory=dict)
-    total: Tally = field(default_factory=Tally)
+    by_split: dict[str, Score] = field(default_factory=dict)
+    by_rule: dict[str, Score] = field(default_factory=dict)
+    total: Score = field(default_factory=Score)
 
 
 def score_package(package: Package, observed: Sequence[Observed]) -> PackageScore:
     labels = {label.key: label for label in package.findings}
-    by_rule: dict[str, Tally] = {}
-    total = Tally()
+    by_rule: dict[str, Score] = {}
     unlabeled = []
-    seen = set()
-    for finding in dedupe(observed):
-        seen.add(finding.key)
-        tally = by_rule.setdefault(finding.rule, Tally())
-        tally.findings += 1
+    findings = dedupe(observed)
+    for finding in findings:
+        score = by_rule.setdefault(finding.rule, Score())
         label = labels.get(finding.key)
         if label is None:
             unlabeled.append(finding)
-            continue
-        setattr(tally, label.verdict, getattr(tally, label.verdict) + 1)
-    found_lines = {(f.path, f.line, f.rule) for f in observed}
+        for tally in (score.all, score.shown if finding.severity in SHOWN else score.hints):
+            tally.findings += 1
+            if label is not None:
+                setattr(tally, label.verdict, getattr(tally, label.verdict) + 1)
+    reported = {f.key for f in findings}
+    reported_shown = {f.key for f in findings if f.severity in SHOWN}
     missed = []
     for site in package.sites:
-        tally = by_rule.setdefault(site.rule, Tally())
-        tally.sites += 1
-        if (site.path, site.line, site.rule) in found_lines:
-            tally.sites_found += 1
-        else:
+        score = by_rule.setdefault(site.rule, Score())
+        key = (site.path, site.line, site.rule)
+        for tally, found in ((score.all, reported), (score.shown, reported_shown)):
+            tally.sites += 1
+            tally.sites_found += key in found
+        if key not in reported:
             missed.append(site)
-    for tally in by_rule.values():
-        total.add(tally)
-    stale = [label for key, label in labels.items() if key not in seen]
+    total = Score()
+    for score in by_rule.values():
+        total.add(score)
+    stale = [label for key, label in labels.items() if key not in reported]
     return PackageScore(package, total, dict(sorted(by_rule.items())), unlabeled, stale, missed)
 
 
 def build_report(scores: Sequence[PackageScore]) -> Report:
     report = Report(list(scores))
     for score in scores:
-        report.by_split.setdefault(score.package.split, Tally()).add(score.total)
+        report.by_split.setdefault(score.package.split, Score()).add(score.total)
         report.total.add(score.total)
-        for rule, tally in score.by_rule.items():
-            report.by_rule.setdefault(rule, Tally()).add(tally)
+        for rule, rule_score in score.by_rule.items():
+            report.by_rule.setdefault(rule, Score()).add(rule_score)
     report.by_rule = dict(sorted(report.by_rule.items()))
     return report
 
@@ -499,23 +542,43 @@ def _row(name: str, t: Tally) -> str:
     )
 
 
+VIEW_TITLES = {
+    "all": "all findings",
+    "shown": "shown (error, warning, info)",
+    "hints": "hints",
+}
+
+
 def format_text(report: Report) -> str:
-    lines = ["Precision and recall of gpulens on real code (benchmarks/realworld.py)", ""]
-    lines += [HEADER]
-    for split in SPLITS:
-        if split in report.by_split:
-            lines.append(_row(f"{split} part", report.by_split[split]))
-    lines += [_row("all", report.total), "", "per package", HEADER]
-    for score in report.packages:
-        p = score.package
-        lines.append(_row(f"{p.name} ({p.split})", score.total))
-    lines += ["", "per rule", HEADER]
-    lines += [_row(rule, tally) for rule, tally in report.by_rule.items()]
+    lines = [
+        "Precision and recall of gpulens on real code (benchmarks/realworld.py)",
+        "all: every finding. shown: severity error, warning or info, what an editor's Problems",
+        "panel lists (`gpulens check` fails on error and warning); a site counts as found only by",
+        "a shown finding. hints: severity hint, counted apart (no sites of their own).",
+        "",
+        HEADER,
+    ]
+    for view in VIEWS:
+        for split in SPLITS:
+            if split in report.by_split:
+                lines.append(_row(f"{view}, {split} part", getattr(report.by_split[split], view)))
+        lines.append(_row(f"{view}, all parts", getattr(report.total, view)))
+    for view in ("all", "shown"):
+        lines += ["", f"per package, {VIEW_TITLES[view]}", HEADER]
+        for score in report.packages:
+            p = score.package
+            lines.append(_row(f"{p.name} ({p.split})", getattr(score.total, view)))
+    for view in VIEWS:
+        lines += ["", f"per rule, {VIEW_TITLES[view]}", HEADER]
+        for rule, score in report.by_rule.items():
+            tally = getattr(score, view)
+            if tally.findings or tally.sites:
+                lines.append(_row(rule, tally))
     unlabeled = [(s.package.name, f) for s in report.packages for f in s.unlabeled]
     if unlabeled:
         lines += ["", f"{len(unlabeled)} unlabeled findings (judge them: --show-unlabeled):"]
         lines += [
-            f"  {name} {f.path}:{f.line}:{f.column} {f.rule} {f.message[:100]}"
+            f"  {name} {f.path}:{f.line}:{f.column} {f.rule} ({f.severity}) {f.message[:100]}"
             for name, f in unlabeled
         ]
     stale = sum(len(s.stale) for s in report.packages)
@@ -532,9 +595,15 @@ def format_json(report: Report) -> str:
             "version": p.version,
             "split": p.split,
             **score.total.as_dict(),
-            "by_rule": {rule: t.as_dict() for rule, t in score.by_rule.items()},
+            "by_rule": {rule: s.as_dict() for rule, s in score.by_rule.items()},
             "unlabeled": [
-                {"path": f.path, "line": f.line, "rule": f.rule, "message": f.message}
+                {
+                    "path": f.path,
+                    "line": f.line,
+                    "rule": f.rule,
+                    "severity": f.severity,
+                    "message": f.message,
+                }
                 for f in score.unlabeled
             ],
             "stale": [{"path": s.path, "line": s.line, "rule": s.rule} for s in score.stale],
@@ -545,10 +614,10 @@ def format_json(report: Report) -> str:
         }
 
     payload = {
-        "schema": "gpulens.realworld/1",
+        "schema": "gpulens.realworld/2",
         "total": report.total.as_dict(),
-        "by_split": {split: t.as_dict() for split, t in report.by_split.items()},
-        "by_rule": {rule: t.as_dict() for rule, t in report.by_rule.items()},
+        "by_split": {split: s.as_dict() for split, s in report.by_split.items()},
+        "by_rule": {rule: s.as_dict() for rule, s in report.by_rule.items()},
         "packages": [package(s) for s in report.packages],
     }
     return json.dumps(payload, indent=2)
@@ -579,7 +648,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", action="append", metavar="PKG", help="only this package")
     parser.add_argument("--split", choices=SPLITS, help="only the tuned or the heldout part")
-    parser.add_argument("--json", action="store_true", help="machine output (gpulens.realworld/1)")
+    parser.add_argument("--json", action="store_true", help="machine output (gpulens.realworld/2)")
     parser.add_argument(
         "--show-unlabeled", action="store_true", help="print each unlabeled finding in context"
     )

@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import io
+import json
 import sys
 import tarfile
 import zipfile
@@ -148,8 +149,8 @@ def _package(findings, sites, split: str = "tuned"):
     )
 
 
-def _seen(path: str, line: int, rule: str, column: int = 1):
-    return rw.Observed(path, line, column, rule, "warning", "a message")
+def _seen(path: str, line: int, rule: str, column: int = 1, severity: str = "warning"):
+    return rw.Observed(path, line, column, rule, severity, "a message")
 
 
 def test_scores_count_each_verdict_and_leave_unlabeled_findings_out() -> None:
@@ -176,7 +177,7 @@ def test_scores_count_each_verdict_and_leave_unlabeled_findings_out() -> None:
         _seen("pkg/a.py", 60, "GPU001"),  # unlabeled, and the wrong rule for the site on 60
     ]
     score = rw.score_package(package, observed)
-    total = score.total
+    total = score.total.all
     assert (total.findings, total.tp, total.negligible, total.fp) == (5, 1, 1, 2)
     assert total.unlabeled == 1
     assert total.lenient == pytest.approx(2 / 4)
@@ -186,8 +187,8 @@ def test_scores_count_each_verdict_and_leave_unlabeled_findings_out() -> None:
     assert [(f.path, f.line, f.rule) for f in score.unlabeled] == [("pkg/a.py", 60, "GPU001")]
     assert [(s.path, s.line) for s in score.stale] == [("pkg/b.py", 5)]
     assert [(s.line, s.rule) for s in score.missed] == [(50, "GPU001"), (60, "GPU009")]
-    assert score.by_rule["GPU009"].sites == 1 and score.by_rule["GPU009"].sites_found == 0
-    assert score.by_rule["GPU002"].lenient == 0.0
+    assert score.by_rule["GPU009"].all.sites == 1 and score.by_rule["GPU009"].all.sites_found == 0
+    assert score.by_rule["GPU002"].all.lenient == 0.0
 
 
 def test_the_report_adds_packages_up_by_split_and_by_rule() -> None:
@@ -204,13 +205,93 @@ def test_the_report_adds_packages_up_by_split_and_by_rule() -> None:
         [_seen("pkg/a.py", 1, "GPU001")],
     )
     report = rw.build_report([tuned, heldout])
-    assert report.by_split["tuned"].lenient == 0.0
-    assert report.by_split["heldout"].strict == 1.0
-    assert report.total.lenient == pytest.approx(0.5)
-    assert report.by_rule["GPU001"].findings == 2
-    assert report.total.recall == 1.0
+    assert report.by_split["tuned"].all.lenient == 0.0
+    assert report.by_split["heldout"].all.strict == 1.0
+    assert report.total.all.lenient == pytest.approx(0.5)
+    assert report.by_rule["GPU001"].all.findings == 2
+    assert report.total.all.recall == 1.0
     text = rw.format_text(report)
     assert "heldout part" in text and "GPU001" in text
+
+
+def test_hints_are_scored_apart_from_the_findings_shown_by_default() -> None:
+    package = _package(
+        findings=[
+            ("pkg/a.py", 10, "GPU001", "tp", "a sync per step"),
+            ("pkg/a.py", 20, "GPU001", "tp", "a sync per step, as a hint"),
+            ("pkg/a.py", 30, "GPU001", "fp", "a hint on a host value"),
+            ("pkg/a.py", 40, "GPU007", "negligible", "an info in a demo"),
+            ("pkg/a.py", 50, "GPU009", "fp", "a warning on a module loop"),
+        ],
+        sites=[
+            ("pkg/a.py", 10, "GPU001", "a sync per step"),
+            ("pkg/a.py", 20, "GPU001", "a sync per step, only a hint reports it"),
+        ],
+    )
+    observed = [
+        _seen("pkg/a.py", 10, "GPU001"),
+        _seen("pkg/a.py", 20, "GPU001", severity="hint"),
+        _seen("pkg/a.py", 30, "GPU001", severity="hint"),
+        _seen("pkg/a.py", 40, "GPU007", severity="info"),
+        _seen("pkg/a.py", 50, "GPU009", severity="error"),
+        _seen("pkg/a.py", 60, "GPU001", severity="hint"),  # unlabeled
+    ]
+    total = rw.score_package(package, observed).total
+    assert (total.all.findings, total.all.tp, total.all.negligible, total.all.fp) == (6, 2, 1, 2)
+    # shown: error, warning and info; the hints are left out of its figures and its recall
+    shown = total.shown
+    assert (shown.findings, shown.tp, shown.negligible, shown.fp) == (3, 1, 1, 1)
+    assert shown.lenient == pytest.approx(2 / 3) and shown.strict == pytest.approx(1 / 3)
+    assert (shown.sites, shown.sites_found) == (2, 1)
+    assert (total.all.sites, total.all.sites_found) == (2, 2)
+    hints = total.hints
+    assert (hints.findings, hints.tp, hints.negligible, hints.fp) == (3, 1, 0, 1)
+    assert hints.unlabeled == 1
+    assert hints.sites == 0 and hints.recall is None
+
+
+def test_a_line_shown_once_counts_as_shown_whatever_the_order() -> None:
+    hint = _seen("pkg/a.py", 10, "GPU001", column=3, severity="hint")
+    warning = _seen("pkg/a.py", 10, "GPU001", column=9)
+    for observed in ([hint, warning], [warning, hint]):
+        (kept,) = rw.dedupe(observed)
+        assert kept.severity == "warning"
+
+
+def test_the_report_and_its_outputs_carry_both_ways() -> None:
+    tuned = rw.score_package(
+        _package(
+            [
+                ("pkg/a.py", 1, "GPU001", "tp", "a sync per step"),
+                ("pkg/a.py", 2, "GPU001", "fp", "a hint on a host value"),
+            ],
+            [("pkg/a.py", 1, "GPU001", "a sync per step")],
+        ),
+        [_seen("pkg/a.py", 1, "GPU001"), _seen("pkg/a.py", 2, "GPU001", severity="hint")],
+    )
+    heldout = rw.score_package(
+        _package([], [], split="heldout"), [_seen("pkg/b.py", 3, "GPU009", severity="hint")]
+    )
+    report = rw.build_report([tuned, heldout])
+    assert report.total.shown.lenient == 1.0 and report.total.all.lenient == 0.5
+    assert report.by_split["heldout"].hints.unlabeled == 1
+    assert report.by_rule["GPU001"].hints.fp == 1
+    text = rw.format_text(report)
+    assert "shown, heldout part" in text and "hints, all parts" in text
+    assert "(hint) a message" in text  # the unlabeled hint says what it is
+    payload = json.loads(rw.format_json(report))
+    assert payload["schema"] == "gpulens.realworld/2"
+    assert payload["total"]["precision_lenient"] == 0.5
+    assert payload["total"]["shown"]["precision_lenient"] == 1.0
+    assert payload["total"]["hints"]["fp"] == 1
+    assert payload["packages"][1]["unlabeled"][0]["severity"] == "hint"
+
+
+def test_a_severity_the_scoring_does_not_know_is_an_error() -> None:
+    item = {"path": "pkg/a.py", "line": 1, "column": 1, "code": "GPU001", "message": "m"}
+    assert rw.parse_findings([{**item, "severity": "hint"}])[0].severity == "hint"
+    with pytest.raises(rw.CorpusError, match="unknown severity: notice"):
+        rw.parse_findings([{**item, "severity": "notice"}])
 
 
 def test_no_labeled_finding_reads_as_no_figure_not_zero() -> None:
@@ -292,9 +373,10 @@ def test_a_cached_archive_is_unpacked_checked_and_scored_end_to_end(tmp_path: Pa
     files = rw.scope_files(package, source)
     assert files == ["pkg/train.py"]
     score = rw.score_package(package, rw.run_gpulens(source, files))
-    assert (score.total.tp, score.total.sites_found) == (1, 1)
+    assert (score.total.all.tp, score.total.all.sites_found) == (1, 1)
+    assert (score.total.shown.tp, score.total.shown.sites_found) == (1, 1)  # a warning
     new = rw.Observed("pkg/train.py", 7, 11, "GPU001", "warning", "a message")
-    shown = rw.format_unlabeled(rw.PackageScore(package, rw.Tally(), {}, [new], [], []), source)
+    shown = rw.format_unlabeled(rw.PackageScore(package, rw.Score(), {}, [new], [], []), source)
     assert ">    7      print(loss.item())" in shown
     assert 'line = 7, rule = "GPU001", verdict = ""' in shown
 
