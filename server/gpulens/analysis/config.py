@@ -62,6 +62,10 @@ def parse_codes(values: Iterable[str] | str | None, what: str) -> frozenset[str]
         return None
     if isinstance(values, str):
         values = [v for v in values.split(",")]
+    if not isinstance(values, list | tuple | frozenset | set) or not all(
+        isinstance(v, str) for v in values
+    ):
+        raise ConfigError(f'{what} must be a list of rule codes such as ["GPU001", "GPU004"]')
     codes = frozenset(v.strip().upper() for v in values if v.strip())
     bad = sorted(c for c in codes if not _CODE.match(c) and c != "ALL")
     if bad:
