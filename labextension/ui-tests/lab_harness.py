@@ -182,3 +182,47 @@ def running_lab(
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+# -- driving a notebook in the page (Playwright's sync API) ------------------------------------
+def open_notebook(page: Any, lab: Lab, name: str) -> None:
+    """Opens `name` (under the lab's root) in a workspace of its own, with its kernel idle."""
+    # a workspace of its own, so that no tab of an earlier test comes back
+    page.goto(lab.page_url(f"lab/workspaces/{Path(name).stem}/tree/{name}"))
+    page.wait_for_selector(".jp-NotebookPanel .jp-Cell")
+    page.wait_for_function(
+        """() => {
+          const panel = window.jupyterapp.shell.currentWidget;
+          const kernel = panel && panel.sessionContext && panel.sessionContext.session
+            && panel.sessionContext.session.kernel;
+          return kernel && kernel.status === 'idle';
+        }""",
+        timeout=90_000,
+    )
+
+
+def notebook_cell(page: Any, index: int) -> Any:
+    """The locator of the visible notebook's cell `index`."""
+    return page.locator(".jp-NotebookPanel:visible .jp-Notebook .jp-Cell").nth(index)
+
+
+def cell_sources(page: Any) -> list[str]:
+    """Every cell's source, as the notebook's shared model holds it."""
+    return page.evaluate(
+        "() => window.jupyterapp.shell.currentWidget.content.widgets"
+        ".map(cell => cell.model.sharedModel.getSource())"
+    )
+
+
+def editor_selection(page: Any, index: int) -> tuple[int, int]:
+    """The main selection of cell `index`'s editor, as CodeMirror offsets (UTF-16)."""
+    return tuple(
+        page.evaluate(
+            """i => {
+              const view = window.jupyterapp.shell.currentWidget.content.widgets[i].editor.editor;
+              const main = view.state.selection.main;
+              return [main.from, main.to];
+            }""",
+            index,
+        )
+    )

@@ -48,6 +48,9 @@ MAX_BODY_BYTES = 4 * MAX_CHARS  # JSON escapes of non-ASCII text take up to 6 by
 MENU_PREFIX = "gpulens: "
 FIX_ALL_LABEL = f"{MENU_PREFIX}Fix all in notebook"
 DEVICE_PROMPT = "The device the selected code moves to (cuda, cuda:1, cpu, mps, …)"
+BULB_TITLE = "gpulens: fixes for this line"
+# the refactors that write a device: a client asks which before it requests them
+_ASKS_DEVICE = frozenset({"move_to_device"})
 
 _ASTRAL = re.compile("[\U00010000-\U0010ffff]")
 
@@ -244,10 +247,11 @@ def notebook_actions(
             for index, (text, analysis) in enumerate(zip(cells, analyses, strict=True))
         ],
         "refactors": [
-            {"id": kind, "label": f"{MENU_PREFIX}{title}"}
+            {"id": kind, "label": f"{MENU_PREFIX}{title}", "asks_device": kind in _ASKS_DEVICE}
             for kind, title in REFACTOR_MENU_TITLES.items()
         ],
         "device_prompt": DEVICE_PROMPT,
+        "bulb_title": BULB_TITLE,
     }
     fixable = any(first_safe_fix(f) is not None for a in analyses for f in a.findings)
     answer["fix_all"] = {"label": FIX_ALL_LABEL, "cells": None} if fixable else None
