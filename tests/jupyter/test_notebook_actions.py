@@ -15,7 +15,7 @@ import pytest_lsp
 from offset_edits import apply_action, apply_offset_edits, utf16_offset
 
 from gpulens.analysis import analyze_cells
-from gpulens.jupyter.handlers import ProjectConfigs, answer_request
+from gpulens.jupyter.handlers import NotebookAnalyzers, ProjectConfigs, answer_request
 from gpulens.jupyter.notebook_actions import (
     CellText,
     RequestError,
@@ -189,3 +189,20 @@ def test_a_request_names_no_folder_outside_the_root(tmp_path: Path) -> None:
     for path in ("../nb.ipynb", "inner/../../nb.ipynb", "escape/nb.ipynb", "a\0b/nb.ipynb"):
         with pytest.raises(RequestError):
             configs.folder_of(path)
+
+
+def test_an_answer_reusing_earlier_analyses_is_the_fresh_answer() -> None:
+    """The route keeps each notebook's analyzer between requests: what it answers must not
+    depend on what it was asked before."""
+    analyzers = NotebookAnalyzers(size=1)
+    versions = [
+        [SETUP_CELL, LOOP_CELL],
+        [SETUP_CELL.replace('device="cuda"', ""), LOOP_CELL],  # x now on the host: no GPU001
+        [SETUP_CELL, LOOP_CELL + "y = x.sum().item()\n"],
+        [MOVE_CELL, TIMED_CELL],
+    ]
+    for path in ("a.ipynb", "b.ipynb", "a.ipynb"):
+        for cells in versions:
+            body = json.dumps({"cells": cells, "path": path, "fix_all": True}).encode()
+            kept = answer_request(body, ProjectConfigs(None), analyzers)
+            assert kept == answer_request(body, ProjectConfigs(None))

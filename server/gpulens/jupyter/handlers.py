@@ -17,6 +17,7 @@ import os
 import shutil
 import sys
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -28,6 +29,7 @@ from jupyter_server.base.handlers import APIHandler
 from jupyter_server.utils import url_path_join
 
 from gpulens.analysis.config import DEFAULT_CONFIG, Config, ConfigError, load_config
+from gpulens.analysis.incremental import DocumentAnalyzer
 from gpulens.device.frameworks import FrameworkProbeCache
 from gpulens.device.status import StatusSource
 from gpulens.jupyter.notebook_actions import (
@@ -42,6 +44,8 @@ from gpulens.jupyter.notebook_actions import (
 AUTH_RESOURCE = "gpulens"
 # how long a doctor report is served again before a request runs the doctor anew
 DOCTOR_FRESH_S = 60.0
+# notebooks whose earlier analyses are kept (each edit sends the whole notebook again)
+KEPT_ANALYZERS = 8
 # pyproject.toml is read again when its cached config is older than this (the language
 # server's interval): edits to `[tool.gpulens]` apply without a restart
 PROJECT_RECHECK_S = 2.0
@@ -200,11 +204,31 @@ class ProjectConfigs:
         return config, problem
 
 
-def answer_request(body: bytes, configs: ProjectConfigs) -> dict[str, Any]:
+class NotebookAnalyzers:
+    """What the last analyses of the most recent notebooks computed, to reuse on the next
+    request for the same notebook (a lab sends the whole notebook after each edit)."""
+
+    def __init__(self, size: int = KEPT_ANALYZERS) -> None:
+        self._size = size
+        self._kept: OrderedDict[str, DocumentAnalyzer] = OrderedDict()
+
+    def get(self, path: str | None) -> DocumentAnalyzer:
+        key = path or ""
+        analyzer = self._kept.pop(key, None) or DocumentAnalyzer()
+        self._kept[key] = analyzer
+        while len(self._kept) > self._size:
+            self._kept.popitem(last=False)
+        return analyzer
+
+
+def answer_request(
+    body: bytes, configs: ProjectConfigs, analyzers: NotebookAnalyzers | None = None
+) -> dict[str, Any]:
     """The `gpulens.notebook-actions/1` answer to a request body; RequestError when it is bad."""
     request: ActionsRequest = parse_request(body)
     config, problem = configs.get(request.path)
-    return notebook_actions(request, config, problem)
+    analyzer = None if analyzers is None else analyzers.get(request.path)
+    return notebook_actions(request, config, problem, analyzer)
 
 
 class AnalyzeHandler(_GpulensHandler):
@@ -221,8 +245,9 @@ class AnalyzeHandler(_GpulensHandler):
         loop = asyncio.get_running_loop()
         executor: ThreadPoolExecutor = self.settings["gpulens_analysis_executor"]
         configs: ProjectConfigs = self.settings["gpulens_project_configs"]
+        analyzers: NotebookAnalyzers = self.settings["gpulens_notebook_analyzers"]
         try:
-            answer = await loop.run_in_executor(executor, answer_request, body, configs)
+            answer = await loop.run_in_executor(executor, answer_request, body, configs, analyzers)
         except RequestError as error:
             raise tornado.web.HTTPError(400, str(error)) from None
         self.set_header("Content-Type", "application/json")
@@ -247,6 +272,8 @@ def setup_handlers(serverapp: Any) -> None:
         max_workers=1, thread_name_prefix="gpulens-analyze"
     )
     web_app.settings["gpulens_project_configs"] = ProjectConfigs(_contents_root(serverapp))
+    # used on the analysis thread alone, like the configs
+    web_app.settings["gpulens_notebook_analyzers"] = NotebookAnalyzers()
     base = web_app.settings["base_url"]
     web_app.add_handlers(
         ".*$",

@@ -34,6 +34,7 @@ from typing import Any
 from gpulens.analysis import Config, Edit, Finding, analyze_cells
 from gpulens.analysis.config import ConfigError, parse_device
 from gpulens.analysis.edits import apply_edits, first_safe_fix
+from gpulens.analysis.incremental import DocumentAnalyzer
 from gpulens.analysis.model import Span
 from gpulens.analysis.notebook_fixes import fix_all_cells
 from gpulens.analysis.refactors import REFACTOR_MENU_TITLES, refactor
@@ -230,14 +231,18 @@ def _finding(finding: Finding, index: int, text: str, cell: CellText) -> dict[st
 
 
 def notebook_actions(
-    request: ActionsRequest, config: Config, problem: str | None = None
+    request: ActionsRequest,
+    config: Config,
+    problem: str | None = None,
+    analyzer: DocumentAnalyzer | None = None,
 ) -> dict[str, Any]:
     """The answer to ``request``, the notebook analysed with ``config``; ``problem`` is a
-    one-line reason the project's config could not be used (the defaults were)."""
+    one-line reason the project's config could not be used (the defaults were). ``analyzer``
+    reuses what earlier versions of the same notebook computed."""
     if request.device is not None:
         config = config.merged(device=request.device)
     cells = list(request.cells)
-    analyses = analyze_cells(cells, config)
+    analyses = analyze_cells(cells, config, analyzer)
     answer: dict[str, Any] = {
         "schema": SCHEMA,
         "device": config.device,
