@@ -27,6 +27,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "labextension"))
 from build_hook import ensure_built  # noqa: E402
 
+JUPYTERLAB_LSP = "jupyterlab-lsp==5.3.0"
 SHIPPED_SERVER_CONFIG = REPO / "jupyter-config" / "jupyter_server_config.d" / "gpulens.json"
 ARTIFACTS = REPO / "test-artifacts"
 CHROMIUM = "/usr/bin/chromium"
@@ -54,6 +55,17 @@ def ensure_chromium() -> str:
             subprocess.run([*apt[: apt.index("install")], "update"], check=True)
             subprocess.run(apt, check=True)
     return CHROMIUM
+
+
+def ensure_jupyterlab_lsp() -> Path:
+    """The `share/jupyter` folder of jupyterlab-lsp's prebuilt lab extension, installed once
+    with pip into .cache/ (not into the environment: the other lab tests run without it)."""
+    target = REPO / ".cache" / "jupyterlab-lsp" / JUPYTERLAB_LSP.split("==")[1]
+    share = target / "share" / "jupyter"
+    if not (share / "labextensions" / "@jupyter-lsp" / "jupyterlab-lsp").is_dir():
+        pip = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps"]
+        subprocess.run([*pip, "--target", str(target), JUPYTERLAB_LSP], check=True)
+    return share
 
 
 def free_port() -> int:
@@ -106,11 +118,13 @@ def running_lab(
     *,
     labextension: Path | None,
     env_path: str | None = None,
+    data_paths: tuple[Path, ...] = (),
 ) -> Iterator[Lab]:
     """`jupyter lab` of `python` on 127.0.0.1 with a token, its state under `home`.
 
     `labextension`: a built extension to link into the lab's data dir (the development
     checkout); None uses what the environment has installed (a wheel's shared data).
+    `data_paths`: more `share/jupyter` folders whose lab extensions the lab loads too.
     """
     config = home / "config"
     data = home / "data"
@@ -144,6 +158,8 @@ def running_lab(
         env["JUPYTER_CONFIG_PATH"] = str(config)
     if env_path is not None:
         env["PATH"] = env_path
+    if data_paths:
+        env["JUPYTER_PATH"] = os.pathsep.join(str(path) for path in data_paths)
     log = home / "lab.log"
     command = [
         str(python),

@@ -1,5 +1,6 @@
 """Quick-fixes and refactors in notebook cells, in a real `jupyter lab` driven by Playwright in
-Debian's Chromium (no jupyterlab-lsp installed: the extension draws the findings itself).
+Debian's Chromium: without jupyterlab-lsp (the extension draws the findings itself), and with
+it (jupyterlab-lsp draws gpulens' diagnostics, the extension adds the fixes it lacks).
 
 Each expected text is what the Python side makes of the same cells (`analyze_cells` and the
 fix's edits, `fix_all_cells`, the refactor), computed here; the page's cell text must equal it,
@@ -29,6 +30,7 @@ from lab_harness import (
     cell_sources,
     editor_selection,
     ensure_chromium,
+    ensure_jupyterlab_lsp,
     ensure_lab_build,
     notebook_cell,
     open_notebook,
@@ -238,3 +240,55 @@ def test_move_to_device_on_a_selection_asks_the_device_and_undoes_in_one_step(
         arg=MOVE_CELL,
     )
     assert cell_sources(page) == cells
+
+
+@pytest.fixture(scope="module")
+def lab_with_lsp(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    built = ensure_lab_build()
+    home = tmp_path_factory.mktemp("lab-lsp")
+    with running_lab(
+        Path(sys.executable), home, labextension=built, data_paths=(ensure_jupyterlab_lsp(),)
+    ) as lab:
+        yield lab
+
+
+def test_with_jupyterlab_lsp_its_diagnostics_show_and_the_fix_still_applies(
+    browser: Any, lab_with_lsp: Lab
+) -> None:
+    lab = lab_with_lsp
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    page = context.new_page()
+    page.set_default_timeout(60_000)
+    try:
+        cells = [SETUP_CELL, LOOP_CELL]
+        write_notebook(lab.root / "with-lsp.ipynb", cells)
+        open_notebook(page, lab, "with-lsp.ipynb")
+        assert page.evaluate(
+            "() => window.jupyterapp.hasPlugin('@jupyter-lsp/jupyterlab-lsp:diagnostics')"
+        )
+        (finding,) = [f for f in analyze_cells(cells)[1].findings if f.code == "GPU001"]
+        fix = finding.fixes[0]
+        target = notebook_cell(page, 1)
+        # jupyterlab-lsp draws the language server's diagnostic; no second underline of ours
+        target.locator(".cm-lintRange-warning").first.wait_for()
+        bulb = target.locator(f".gpulens-bulb[data-line='{finding.span.line + 1}']")
+        bulb.wait_for()
+        assert target.locator(".gpulens-finding").count() == 0
+        shot(page, "with-jupyterlab-lsp")
+        line_of(target, finding.span.line + 1).click(button="right")
+        menu_item(page, f"gpulens: {fix.title}").click()
+        fixed = apply_edits(LOOP_CELL, fix.edits)
+        page.wait_for_function(
+            "text => window.jupyterapp.shell.currentWidget.content.widgets[1]"
+            ".model.sharedModel.getSource() === text",
+            arg=fixed,
+        )
+        assert cell_sources(page) == [SETUP_CELL, fixed]
+        undo_in(page, target)
+        page.wait_for_function(
+            "text => window.jupyterapp.shell.currentWidget.content.widgets[1]"
+            ".model.sharedModel.getSource() === text",
+            arg=LOOP_CELL,
+        )
+    finally:
+        context.close()
