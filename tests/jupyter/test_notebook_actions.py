@@ -126,12 +126,29 @@ async def test_a_refactor_is_the_language_servers_refactor(
 def test_offsets_and_positions_agree_with_utf16(text: str) -> None:
     cell = CellText(text)
     lines = text.splitlines(keepends=True) or [""]
+    if text.endswith("\n"):
+        lines.append("")  # the empty line after the last line break
     for number, line in enumerate(lines):
         for column in range(len(line.rstrip("\r\n")) + 1):
             index = sum(len(earlier) for earlier in lines[:number]) + column
             offset = cell.offset(number, column)
             assert offset == utf16_offset(text, index)
             assert cell.position(offset) == (number, column)
+
+
+def test_an_offset_inside_a_surrogate_pair_means_the_character_it_splits() -> None:
+    cell = CellText("a🚀b\n🔥")
+    assert [cell.position(offset) for offset in range(8)] == [
+        (0, 0),
+        (0, 1),
+        (0, 1),  # between the two halves of 🚀
+        (0, 2),
+        (0, 3),
+        (1, 0),
+        (1, 0),  # inside 🔥
+        (1, 1),
+    ]
+    assert cell.position(99) == (1, 1)
 
 
 @pytest.mark.parametrize(

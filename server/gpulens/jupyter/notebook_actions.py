@@ -24,6 +24,7 @@ step per cell. Refactors read the selected cell alone, as the language server's 
 
 from __future__ import annotations
 
+import bisect
 import difflib
 import json
 import re
@@ -141,36 +142,49 @@ class CellText:
 
     def __init__(self, text: str) -> None:
         self.text = text
+        lines = split_lines(text)
+        # where each line starts; the end of a text that ends in a line break starts a last,
+        # empty line
         self._line_starts = [0]
-        for line in split_lines(text):
+        for line in lines[:-1] if lines and not _ends_line(text) else lines:
             self._line_starts.append(self._line_starts[-1] + len(line))
         self._astral = [match.start() for match in _ASTRAL.finditer(text)]
 
     def offset(self, line: int, column: int) -> int:
         """The UTF-16 offset of a (line, code-point column) position, clamped to the text."""
         if line >= len(self._line_starts):
-            return self._utf16(len(self.text))
-        return self._utf16(min(self._line_starts[line] + column, len(self.text)))
+            return self.utf16(len(self.text))
+        return self.utf16(min(self._line_starts[line] + column, len(self.text)))
 
-    def _utf16(self, index: int) -> int:
-        return index + sum(1 for at in self._astral if at < index)
+    def utf16(self, index: int) -> int:
+        """The UTF-16 offset of the code point at ``index``."""
+        return index + bisect.bisect_left(self._astral, index)
+
+    def _index(self, offset: int) -> int:
+        """The code point at a UTF-16 offset (inside a surrogate pair: the pair's start)."""
+        index = offset
+        for before, at in enumerate(self._astral):
+            unit = at + before  # where that character starts in UTF-16; it takes two units
+            if unit >= offset:
+                break
+            if unit + 1 == offset:
+                return at
+            index -= 1
+        return max(0, min(index, len(self.text)))
 
     def position(self, offset: int) -> tuple[int, int]:
-        """The (line, code-point column) of a UTF-16 offset (inside a surrogate pair: before it)."""
-        index = offset
-        for at in self._astral:
-            if at < index:
-                index -= 1
-        index = max(0, min(index, len(self.text)))
-        line = 0
-        while line + 1 < len(self._line_starts) and self._line_starts[line + 1] <= index:
-            line += 1
-        line = min(line, max(0, len(self._line_starts) - 2))
+        """The (line, code-point column) of a UTF-16 offset."""
+        index = self._index(offset)
+        line = bisect.bisect_right(self._line_starts, index) - 1
         return line, index - self._line_starts[line]
 
     def span(self, start: int, end: int) -> Span:
         first, last = self.position(start), self.position(end)
         return Span(first[0], first[1], last[0], last[1])
+
+
+def _ends_line(text: str) -> bool:
+    return text.endswith(("\n", "\r"))
 
 
 def replacement_edits(before: str, after: str) -> list[dict[str, Any]]:
@@ -189,8 +203,8 @@ def replacement_edits(before: str, after: str) -> list[dict[str, Any]]:
             continue
         edits.append(
             {
-                "from": cell._utf16(starts[old_first]),
-                "to": cell._utf16(starts[old_last]),
+                "from": cell.utf16(starts[old_first]),
+                "to": cell.utf16(starts[old_last]),
                 "insert": "".join(new[new_first:new_last]),
             }
         )
