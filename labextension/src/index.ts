@@ -10,6 +10,7 @@ import type { CodeCell } from '@jupyterlab/cells';
 import { IStatusBar } from '@jupyterlab/statusbar';
 import { LabIcon } from '@jupyterlab/ui-components';
 
+import { registerFixes } from './fixes';
 import { activeCodeCell, drawCellProfile, profileCell } from './profile';
 import { GpuStatusItem } from './status';
 
@@ -77,4 +78,12 @@ const profilePlugin: JupyterFrontEndPlugin<void> = {
   }
 };
 
-export default [statusPlugin, profilePlugin];
+const fixesPlugin: JupyterFrontEndPlugin<void> = {
+  id: 'gpulens:fixes',
+  description: 'Quick-fixes, "Fix all in notebook" and selection refactors in notebook cells.',
+  autoStart: true,
+  requires: [INotebookTracker],
+  activate: (app: JupyterFrontEnd, tracker: INotebookTracker) => registerFixes(app, tracker)
+};
+
+export default [statusPlugin, profilePlugin, fixesPlugin];

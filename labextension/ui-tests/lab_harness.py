@@ -27,6 +27,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "labextension"))
 from build_hook import ensure_built  # noqa: E402
 
+JUPYTERLAB_LSP = "jupyterlab-lsp==5.3.0"
 SHIPPED_SERVER_CONFIG = REPO / "jupyter-config" / "jupyter_server_config.d" / "gpulens.json"
 ARTIFACTS = REPO / "test-artifacts"
 CHROMIUM = "/usr/bin/chromium"
@@ -54,6 +55,17 @@ def ensure_chromium() -> str:
             subprocess.run([*apt[: apt.index("install")], "update"], check=True)
             subprocess.run(apt, check=True)
     return CHROMIUM
+
+
+def ensure_jupyterlab_lsp() -> Path:
+    """The `share/jupyter` folder of jupyterlab-lsp's prebuilt lab extension, installed once
+    with pip into .cache/ (not into the environment: the other lab tests run without it)."""
+    target = REPO / ".cache" / "jupyterlab-lsp" / JUPYTERLAB_LSP.split("==")[1]
+    share = target / "share" / "jupyter"
+    if not (share / "labextensions" / "@jupyter-lsp" / "jupyterlab-lsp").is_dir():
+        pip = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps"]
+        subprocess.run([*pip, "--target", str(target), JUPYTERLAB_LSP], check=True)
+    return share
 
 
 def free_port() -> int:
@@ -106,11 +118,13 @@ def running_lab(
     *,
     labextension: Path | None,
     env_path: str | None = None,
+    data_paths: tuple[Path, ...] = (),
 ) -> Iterator[Lab]:
     """`jupyter lab` of `python` on 127.0.0.1 with a token, its state under `home`.
 
     `labextension`: a built extension to link into the lab's data dir (the development
     checkout); None uses what the environment has installed (a wheel's shared data).
+    `data_paths`: more `share/jupyter` folders whose lab extensions the lab loads too.
     """
     config = home / "config"
     data = home / "data"
@@ -144,6 +158,8 @@ def running_lab(
         env["JUPYTER_CONFIG_PATH"] = str(config)
     if env_path is not None:
         env["PATH"] = env_path
+    if data_paths:
+        env["JUPYTER_PATH"] = os.pathsep.join(str(path) for path in data_paths)
     log = home / "lab.log"
     command = [
         str(python),
@@ -182,3 +198,47 @@ def running_lab(
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+# -- driving a notebook in the page (Playwright's sync API) ------------------------------------
+def open_notebook(page: Any, lab: Lab, name: str) -> None:
+    """Opens `name` (under the lab's root) in a workspace of its own, with its kernel idle."""
+    # a workspace of its own, so that no tab of an earlier test comes back
+    page.goto(lab.page_url(f"lab/workspaces/{Path(name).stem}/tree/{name}"))
+    page.wait_for_selector(".jp-NotebookPanel .jp-Cell")
+    page.wait_for_function(
+        """() => {
+          const panel = window.jupyterapp.shell.currentWidget;
+          const kernel = panel && panel.sessionContext && panel.sessionContext.session
+            && panel.sessionContext.session.kernel;
+          return kernel && kernel.status === 'idle';
+        }""",
+        timeout=90_000,
+    )
+
+
+def notebook_cell(page: Any, index: int) -> Any:
+    """The locator of the visible notebook's cell `index`."""
+    return page.locator(".jp-NotebookPanel:visible .jp-Notebook .jp-Cell").nth(index)
+
+
+def cell_sources(page: Any) -> list[str]:
+    """Every cell's source, as the notebook's shared model holds it."""
+    return page.evaluate(
+        "() => window.jupyterapp.shell.currentWidget.content.widgets"
+        ".map(cell => cell.model.sharedModel.getSource())"
+    )
+
+
+def editor_selection(page: Any, index: int) -> tuple[int, int]:
+    """The main selection of cell `index`'s editor, as CodeMirror offsets (UTF-16)."""
+    return tuple(
+        page.evaluate(
+            """i => {
+              const view = window.jupyterapp.shell.currentWidget.content.widgets[i].editor.editor;
+              const main = view.state.selection.main;
+              return [main.from, main.to];
+            }""",
+            index,
+        )
+    )

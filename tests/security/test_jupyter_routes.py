@@ -137,3 +137,23 @@ def test_doctor_runs_once_for_many_requests(jupyter: Jupyter) -> None:
     assert {r.json()["time"] for r in replies} == {first.json()["time"]}
     assert runs_of(jupyter.runs) == after_first, "a GET within a minute runs nothing again"
     assert ran(jupyter.markers) == []
+
+
+def test_analyze_runs_nothing_of_the_notebook_it_reads(jupyter: Jupyter) -> None:
+    """The cells are analysed as text: no kernel, no interpreter, no import of what they name."""
+    planted = jupyter.markers / "cell-ran"
+    cells = [
+        f"import torch\nopen({str(planted)!r}, 'a').close()\n",
+        "for step in range(3):\n    loss = torch.ones(1, device='cuda').sum()\n    loss.item()\n",
+    ]
+    before = runs_of(jupyter.runs)
+    reply = requests.post(
+        f"{jupyter.url}/gpulens/analyze",
+        json={"cells": cells, "fix_all": True},
+        headers={"Authorization": f"token {jupyter.token}"},
+        timeout=60,
+    )
+    assert reply.status_code == 200
+    assert "GPU001" in {f["code"] for f in reply.json()["cells"][1]["findings"]}
+    assert runs_of(jupyter.runs) == before
+    assert ran(jupyter.markers) == []

@@ -42,6 +42,18 @@ class Config:
 DEFAULT_CONFIG = Config()
 
 _CODE = re.compile(r"^GPU\d{0,3}$")
+# torch device strings the fixes may write; an index only where the backend has several
+_DEVICE = re.compile(r"^(?:cpu|mps|meta|(?:cuda|xpu|hpu|npu|xla|mtia|privateuseone)(?::\d+)?)$")
+
+
+def parse_device(value: object, what: str = "device") -> str:
+    """A device string the fixes may write (``cuda:1``), stripped; ConfigError otherwise."""
+    if not isinstance(value, str) or not _DEVICE.match(value.strip()):
+        raise ConfigError(
+            f"{what}: {value!r} is not a device gpulens can write; "
+            "use cpu, cuda, cuda:N, mps or xpu"
+        )
+    return value.strip()
 
 
 def parse_codes(values: Iterable[str] | str | None, what: str) -> frozenset[str] | None:
@@ -50,6 +62,10 @@ def parse_codes(values: Iterable[str] | str | None, what: str) -> frozenset[str]
         return None
     if isinstance(values, str):
         values = [v for v in values.split(",")]
+    if not isinstance(values, list | tuple | frozenset | set) or not all(
+        isinstance(v, str) for v in values
+    ):
+        raise ConfigError(f'{what} must be a list of rule codes such as ["GPU001", "GPU004"]')
     codes = frozenset(v.strip().upper() for v in values if v.strip())
     bad = sorted(c for c in codes if not _CODE.match(c) and c != "ALL")
     if bad:
@@ -96,11 +112,15 @@ def config_from_mapping(table: Mapping[str, object], what: str = "[tool.gpulens]
     return Config(select=select, ignore=ignore, severity=severity, device=device, exclude=exclude)
 
 
-def find_pyproject(start: Path) -> Path | None:
-    """The nearest pyproject.toml at or above ``start`` that has a `[tool.gpulens]` table."""
+def find_pyproject(start: Path, within: Path | None = None) -> Path | None:
+    """The nearest pyproject.toml at or above ``start`` that has a `[tool.gpulens]` table;
+    with ``within``, only folders inside it are looked in."""
     # os.path's tests never raise: a folder we may not enter simply holds no pyproject.toml
     here = start if os.path.isdir(start) else start.parent
-    for folder in (here, *here.parents):
+    folders = (here, *here.parents)
+    if within is not None:
+        folders = tuple(f for f in folders if f.is_relative_to(within))
+    for folder in folders:
         candidate = folder / "pyproject.toml"
         if os.path.isfile(candidate):
             try:
@@ -120,9 +140,10 @@ def find_pyproject(start: Path) -> Path | None:
     return None
 
 
-def load_config(start: Path) -> Config:
-    """Config from the nearest pyproject.toml with a `[tool.gpulens]` table, else defaults."""
-    path = find_pyproject(start)
+def load_config(start: Path, within: Path | None = None) -> Config:
+    """Config from the nearest pyproject.toml with a `[tool.gpulens]` table (at or above
+    ``start``, inside ``within`` when given), else defaults."""
+    path = find_pyproject(start, within)
     if path is None:
         return DEFAULT_CONFIG
     data = tomllib.loads(path.read_text(encoding="utf-8"))
