@@ -470,5 +470,5 @@ def test_fixture_payloads_are_notebook_payloads() -> None:
         opener = gzip.open if path.suffix == ".gz" else open
         with opener(path, "rt") as handle:
             payload = json.load(handle)
-        assert payload["schema"] == "gpulens.profile/1", path
+        assert payload["schema"] == "gpulens.profile/2", path
         assert payload["source"]["first_line"] == 2, path

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from gpulens.profiler.schema import KERNELS, SYNCS, TRANSFERS
 from gpulens.profiler.units import short_bytes
 
 # a pageable copy at least this large is worth pinning (below it, launch latency dominates)
@@ -20,11 +21,11 @@ SYNC_LOOP_SHARE = 0.9
 
 
 def line_hints(line: dict[str, Any], pinned_gbps: float | None) -> list[dict[str, str]]:
-    """Hints for one `gpulens.profile/1` line; `pinned_gbps`: pinned copies' bandwidth
+    """Hints for one payload line; `pinned_gbps`: pinned copies' bandwidth
     measured elsewhere in the same cell, quoted when known."""
     found: list[dict[str, str]] = []
     pageable = line.get("pageable") or {}
-    copies = sum(block.get("pageable", 0) for block in line.get("transfers", {}).values())
+    copies = sum(block.get("pageable", 0) for block in line.get(TRANSFERS.key, {}).values())
     if copies and pageable.get("bytes", 0) / copies >= PAGEABLE_HINT_BYTES and pageable.get("s"):
         gbps = pageable["bytes"] / pageable["s"] / 1e9
         message = (
@@ -36,7 +37,7 @@ def line_hints(line: dict[str, Any], pinned_gbps: float | None) -> list[dict[str
         if pinned_gbps:
             message += f"; pinned copies in this cell ran at {pinned_gbps:.1f} GB/s"
         found.append({"code": "pinned-memory", "message": message})
-    kernels = line.get("kernels", {})
+    kernels = line.get(KERNELS.key, {})
     count = kernels.get("count", 0)
     per_hit = count / max(line.get("hits", 1), 1)
     if (
@@ -55,7 +56,7 @@ def line_hints(line: dict[str, Any], pinned_gbps: float | None) -> list[dict[str
                 ),
             }
         )
-    syncs = line.get("syncs", {})
+    syncs = line.get(SYNCS.key, {})
     hits = line.get("hits", 0)
     waits = syncs.get("count", 0)
     if hits >= SYNC_LOOP_HITS and waits >= SYNC_LOOP_SHARE * hits:

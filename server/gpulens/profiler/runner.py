@@ -32,6 +32,7 @@ from typing import IO, Any
 from gpulens.analysis.encoding import SourceDecodeError, decode_source
 from gpulens.analysis.source import source_lines
 from gpulens.profiler.cells import Cell, cell_at_line, cell_by_number, last_line_of, split_cells
+from gpulens.profiler.display import annotate
 from gpulens.profiler.report import failed_payload
 
 DEFAULT_TIMEOUT_S = 600.0
@@ -429,7 +430,7 @@ def run_profile(
     job["path"] = os.path.abspath(path)
     payload = run_job(job, python, timeout, on_start, cwd=cwd, on_output=on_output, stop=stop)
     payload["source"]["path"] = path
-    return payload
+    return annotate(payload)  # its words follow what stopped the run, and the path as given
 
 
 def profile_cell(

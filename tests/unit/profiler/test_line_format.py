@@ -11,16 +11,11 @@ from typing import Any
 import pytest
 
 from gpulens.profiler.attribution import attribute_records
-from gpulens.profiler.report import (
-    build_payload,
-    failed_payload,
-    format_line_costs,
-    format_line_details,
-    format_run_message,
-    short_bytes,
-    short_count,
-    short_seconds,
-)
+from gpulens.profiler.display import line_hover as format_line_details
+from gpulens.profiler.display import line_label as format_line_costs
+from gpulens.profiler.display import run_message as format_run_message
+from gpulens.profiler.report import build_payload, failed_payload
+from gpulens.profiler.units import short_bytes, short_count, short_seconds
 
 from .conftest import load_fixture
 
