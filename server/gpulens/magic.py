@@ -94,9 +94,10 @@ def bundle(payload: dict[str, Any]) -> dict[str, Any]:
 
 def show_status() -> None:
     """`%gpulens status`: the status table of the GPUs as this kernel's interpreter sees them."""
-    from gpulens.device.status import format_status_table, shared_source
+    from gpulens.device.display import status_table
+    from gpulens.device.status import shared_source
 
-    print(format_status_table(shared_source().snapshot(wait_for_frameworks=True)))
+    print(status_table(shared_source().snapshot(wait_for_frameworks=True)))
 
 
 def _make_magics() -> Any:

@@ -214,7 +214,7 @@ def test_status_item_explains_a_missing_server_extension(page: Any, lab: Lab) ->
 
 GIB = 1024**3
 GPU_STATUS = {
-    "schema": "gpulens.status/1",
+    "schema": "gpulens.status/2",
     "time": "2026-11-22T00:00:00Z",
     "available": True,
     "reason": None,

@@ -36,6 +36,17 @@ class Direction:
     arrow: str
     words: str
 
+    @property
+    def mark(self) -> str:
+        """What a label puts before the bytes: the arrow, or the name of a direction
+        without one."""
+        return self.arrow or f"{self.key} "
+
+    @property
+    def name(self) -> str:
+        """The direction in a hover row: arrow and words."""
+        return f"{self.arrow} {self.words}" if self.arrow else self.words
+
 
 DIRECTIONS = (
     Direction("htod", "↑", "host→device"),
@@ -46,8 +57,8 @@ _BY_KEY = {direction.key: direction for direction in DIRECTIONS}
 
 
 def direction(key: str) -> Direction:
-    """The direction named `key`; one the schema does not know keeps its name as its arrow."""
-    return _BY_KEY.get(key) or Direction(key, key, key)
+    """The direction named `key`; one the schema does not know is read by its name."""
+    return _BY_KEY.get(key) or Direction(key, "", key)
 
 
 def plural(count: int, word: str) -> str:
@@ -268,7 +279,7 @@ class Transfers(RecordKind):
 
     def label(self, line: PayloadLine) -> list[str]:
         return [
-            f"{d.arrow}{short_bytes(block.get('bytes', 0))} {short_seconds(block.get('s', 0))}"
+            f"{d.mark}{short_bytes(block.get('bytes', 0))} {short_seconds(block.get('s', 0))}"
             for d, block in self._made(line)
         ]
 
@@ -277,7 +288,7 @@ class Transfers(RecordKind):
         for d, block in self._made(line):
             count, size, spent = block["count"], block.get("bytes", 0), block.get("s", 0)
             text = (
-                f"{d.arrow} {d.words}: {count} cop{'y' if count == 1 else 'ies'} · "
+                f"{d.name}: {count} cop{'y' if count == 1 else 'ies'} · "
                 f"{short_bytes(size)} · {short_seconds(spent)}"
             )
             if size and spent > 0:
