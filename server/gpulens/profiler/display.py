@@ -205,16 +205,16 @@ def header(payload: dict[str, Any]) -> str:
 
 
 def summary(payload: dict[str, Any]) -> str:
-    """One line for a status bar once a profile is in: "cell 3 of train.py: 9.1 s wall ·
-    25 ms on the GPU · cupti backend"."""
-    parts = [f"{short_seconds(payload.get('wall_s') or 0)} wall"]
+    """One line for a status bar once a profile is in: "gpulens · cell 3 of train.py ·
+    9.1 s wall · 25 ms on the GPU · cupti backend"."""
+    parts = ["gpulens", run_name(payload), f"{short_seconds(payload.get('wall_s') or 0)} wall"]
     gpu = _gpu_total(payload)
     if gpu > 0:
         parts.append(f"{short_seconds(gpu)} on the GPU")
     backend = _backend(payload)
     if backend:
         parts.append(backend)
-    return f"{run_name(payload)}: {' · '.join(parts)}"
+    return " · ".join(parts)
 
 
 def recorded_label(payload: dict[str, Any]) -> str:
