@@ -26,7 +26,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, TypedDict
 
-from gpulens.profiler.schema import RECORD_KINDS, LineCost, kind_counts, new_line_cost
+from gpulens.profiler import schema
+from gpulens.profiler.schema import LineCost, kind_counts, new_line_cost
 from gpulens.profiler.timeline import (
     LineEvents,
     Segments,
@@ -162,7 +163,7 @@ def attribute_records(events: LineEvents | Timeline, records: Mapping[str, Any])
         return cost_of(line)
 
     names: Sequence[str] = records.get("names", ())
-    for kind in RECORD_KINDS:
+    for kind in schema.RECORD_KINDS:
         family = records.get(kind.family)
         columns = [_column(family, name) for name in kind.columns]
         for row in zip(*columns, strict=True):

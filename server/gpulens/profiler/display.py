@@ -16,8 +16,9 @@ import contextlib
 import datetime as dt
 from typing import Any
 
+from gpulens.profiler import schema
 from gpulens.profiler.hints import line_hints, pinned_bandwidth
-from gpulens.profiler.schema import KERNELS, RECORD_KINDS, SCHEMA, PayloadLine, plural
+from gpulens.profiler.schema import KERNELS, SCHEMA, PayloadLine, plural
 from gpulens.profiler.units import short_count, short_seconds
 
 # a kernel name longer than this is cut in the hover: C++ template names run to kilobytes
@@ -28,11 +29,11 @@ HEAT_DIGITS = 3
 # -- one line -----------------------------------------------------------------------------------
 def device_seconds(line: PayloadLine) -> float:
     """GPU time of the line's own work: kernels, copies, memsets (not the host's waits)."""
-    return sum(kind.device_s(line) for kind in RECORD_KINDS)
+    return sum(kind.device_s(line) for kind in schema.RECORD_KINDS)
 
 
 def made_device_work(line: PayloadLine) -> bool:
-    return any(kind.made_work(line) for kind in RECORD_KINDS)
+    return any(kind.made_work(line) for kind in schema.RECORD_KINDS)
 
 
 def line_label(line: PayloadLine) -> str:
@@ -44,7 +45,7 @@ def line_label(line: PayloadLine) -> str:
     """
     if not made_device_work(line):
         return f"{plural(line.get('hits', 0), 'hit')} · {short_seconds(line.get('host_s', 0))} host"
-    return " · ".join(part for kind in RECORD_KINDS for part in kind.label(line))
+    return " · ".join(part for kind in schema.RECORD_KINDS for part in kind.label(line))
 
 
 def markdown_text(text: str) -> str:
@@ -70,7 +71,7 @@ def line_hover(line: PayloadLine, backend: str | None = None, share: str | None 
         f"ran {plural(line.get('hits', 0), 'time')} · "
         f"{short_seconds(line.get('host_s', 0))} on the host"
     ]
-    rows += [row for kind in RECORD_KINDS for row in kind.hover(line)]
+    rows += [row for kind in schema.RECORD_KINDS for row in kind.hover(line)]
     if share:
         rows.append(share)
     out = [head, ""] + [f"- {markdown_text(row)}" for row in rows]
@@ -251,7 +252,7 @@ def notes(payload: dict[str, Any]) -> list[str]:
 
 # -- the table ----------------------------------------------------------------------------------
 def _gpu_work(line: PayloadLine) -> str:
-    return "\n".join(part for kind in RECORD_KINDS for part in kind.cell(line))
+    return "\n".join(part for kind in schema.RECORD_KINDS for part in kind.cell(line))
 
 
 # (title, alignment, cell of a payload line) of every column between Line and Source
@@ -282,7 +283,7 @@ def table(payload: dict[str, Any]) -> dict[str, Any]:
     heats = line_heats(list(by_line.values()))
     shown = [
         kind.legend
-        for kind in RECORD_KINDS
+        for kind in schema.RECORD_KINDS
         if kind.legend and any(kind.cell(line) for line in by_line.values())
     ]
     return {

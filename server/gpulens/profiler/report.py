@@ -12,9 +12,10 @@ import html
 import textwrap
 from typing import Any
 
+from gpulens.profiler import schema
 from gpulens.profiler.attribution import Attribution
 from gpulens.profiler.display import annotate
-from gpulens.profiler.schema import RECORD_KINDS, SCHEMA, LineCost, kind_counts, seconds
+from gpulens.profiler.schema import SCHEMA, LineCost, kind_counts, seconds
 from gpulens.profiler.units import short_count
 
 # the text report is laid out for a terminal this wide: the source starts well inside it
@@ -28,7 +29,7 @@ def _line_payload(cost: LineCost) -> dict[str, Any]:
         "hits": cost["hits"],
         "host_s": seconds(cost["host_ns"]),
     }
-    for kind in RECORD_KINDS:
+    for kind in schema.RECORD_KINDS:
         line.update(kind.payload(cost))
     line["other_thread_calls"] = cost["other_thread_calls"]
     if len(cost["devices"]) > 1 or any(device != 0 for device in cost["devices"]):
@@ -78,7 +79,8 @@ def build_payload(
             "warnings": warnings,
             "lines": lines,
             "unattributed": {
-                kind.key: attribution["unattributed"].get(kind.key, 0) for kind in RECORD_KINDS
+                kind.key: attribution["unattributed"].get(kind.key, 0)
+                for kind in schema.RECORD_KINDS
             },
             "error": error,
             "code": code or [],
