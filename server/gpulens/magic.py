@@ -4,7 +4,9 @@
 The cell runs in the user's namespace; the result is displayed as one bundle:
 `application/vnd.gpulens.profile+json` (the payload, for the editor clients), `text/html`
 (a table) and `text/plain`. Line numbers are the notebook cell's own: line 1 is the
-`%%gpulens` line, so the body starts at line 2. The capture backend releases CUPTI and the
+`%%gpulens` line, so the body starts at line 2; `--cell N` (the cell's place in its notebook,
+from 1, which the editors pass when they add the line) names the cell in the report, else it is
+named by its execution count. The capture backend releases CUPTI and the
 line hooks in all cases; a cell that raises is still reported, then its exception is
 raised again so "run all" stops as it would without the magic. A line the magic cannot
 read raises IPython's UsageError, which stops "run all" too, and runs nothing.
