@@ -48,9 +48,9 @@ def test_the_status_bar_names_the_first_gpu_and_offers_each_device() -> None:
 def test_a_profiled_gpu_cell_is_worded_heated_and_fits_100_columns(tmp_path: Any) -> None:
     pytest.importorskip("torch")
     out = tmp_path / "demo.json"
+    command = [sys.executable, "-m", "gpulens", "profile", "examples/profile_demo.py"]
     done = subprocess.run(
-        [sys.executable, "-m", "gpulens", "profile", "examples/profile_demo.py", "--cell", "3"]
-        + ["--format", "json", "-o", str(out), "--timeout", "120"],
+        [*command, "--cell", "3", "--format", "json", "-o", str(out), "--timeout", "120"],
         cwd=REPO,
         capture_output=True,
         text=True,

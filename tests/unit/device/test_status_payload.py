@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
+from gpulens.device.display import short_name, status_table
 from gpulens.device.nvml import NvmlMonitor
 from gpulens.device.recorded import RecordedBackend, load_snapshot
-from gpulens.device.display import short_name, status_table
 from gpulens.device.status import build_status, cuda_ordinals
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "nvml"
