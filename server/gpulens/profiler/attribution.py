@@ -65,10 +65,6 @@ def walk_timeline(events: LineEvents) -> tuple[Segments, dict[int, int], dict[in
     return timeline["segments"], timeline["hits"], timeline["host"]
 
 
-def _column(family: Mapping[str, Sequence[Any]] | None, name: str) -> Sequence[Any]:
-    return family.get(name, ()) if family else ()
-
-
 def line_of_calls(
     api: Mapping[str, Sequence[int]],
     segments: Segments,
@@ -150,31 +146,26 @@ def attribute_records(events: LineEvents | Timeline, records: Mapping[str, Any])
     unattributed, outside, dropped = kind_counts(), kind_counts(), kind_counts()
     devices: set[int] = set()
 
-    def place(corr: int, key: str) -> LineCost | None:
-        line = corr_line.get(corr)
-        if line is None:
-            if corr in outside_corrs:
-                outside[key] += 1
-            else:
-                unattributed[key] += 1
-                if corr in dropped_corrs:
-                    dropped[key] += 1
-            return None
-        return cost_of(line)
+    def placer(key: str) -> schema.Place:
+        """The line of each record of kind `key`, counting those without one."""
+
+        def place(corr: int) -> LineCost | None:
+            line = corr_line.get(corr)
+            if line is None:
+                if corr in outside_corrs:
+                    outside[key] += 1
+                else:
+                    unattributed[key] += 1
+                    if corr in dropped_corrs:
+                        dropped[key] += 1
+                return None
+            return cost_of(line)
+
+        return place
 
     names: Sequence[str] = records.get("names", ())
     for kind in schema.RECORD_KINDS:
-        family = records.get(kind.family)
-        columns = [_column(family, name) for name in kind.columns]
-        for row in zip(*columns, strict=True):
-            if not kind.counts(row):
-                continue
-            device = kind.device_of(row)
-            if device is not None:
-                devices.add(device)
-            cost = place(row[0], kind.key)
-            if cost is not None:
-                kind.add(cost, row, names)
+        kind.tally(records.get(kind.family) or {}, placer(kind.key), devices, names)
 
     main_tid = records.get("main_tid")
     if main_tid is not None:

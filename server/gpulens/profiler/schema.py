@@ -14,7 +14,7 @@ Tallies are in integer nanoseconds (the attribution's clock); payload lines in s
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -26,6 +26,15 @@ SCHEMA = "gpulens.profile/2"
 LineCost = dict[str, Any]
 # a line of the payload (seconds, JSON): see `RecordKind.payload`
 PayloadLine = dict[str, Any]
+# a capture's records of one family: equal-length columns by name
+Family = Mapping[str, Sequence[Any]]
+# the line of the call (by correlation id) that made a record; None where there is none
+Place = Callable[[int], LineCost | None]
+
+
+def rows(family: Family, columns: Sequence[str]) -> Iterator[tuple[Any, ...]]:
+    """The family's records as rows of `columns`."""
+    return zip(*(family.get(name, ()) for name in columns), strict=True)
 
 
 @dataclass(frozen=True)
@@ -94,16 +103,8 @@ class RecordKind:
 
     key: ClassVar[str]  # in a payload line, in `unattributed`, and in the attribution's lines
     family: ClassVar[str]  # the capture's record family it is tallied from
-    columns: ClassVar[tuple[str, ...]]  # the family's columns `add` reads, `corr` first
+    columns: ClassVar[tuple[str, ...]]  # the family's columns `tally` reads, `corr` first
     legend: ClassVar[str]  # what its table parts say, under the table ("": they say it)
-
-    def counts(self, row: Sequence[Any]) -> bool:
-        """Whether a record is work of this kind (e.g. a host wait, not a stream wait)."""
-        return True
-
-    def device_of(self, row: Sequence[Any]) -> int | None:
-        """The GPU a record ran on, where the record says."""
-        return None
 
     def empty(self) -> dict[str, Any]:
         """The line's tally of this kind, under `key`."""
@@ -113,7 +114,10 @@ class RecordKind:
         """Other tallies of the line this kind keeps (beside `key`), empty."""
         return {}
 
-    def add(self, cost: LineCost, row: Sequence[Any], names: Sequence[str]) -> None:
+    def tally(self, family: Family, place: Place, devices: set[int], names: Sequence[str]) -> None:
+        """Adds each record of the family to the line `place` gives its call (None: no line),
+        and the GPU it ran on to `devices`. One loop per kind, with no call per record
+        beyond `place`: a busy cell has tens of thousands of records."""
         raise NotImplementedError
 
     def payload(self, cost: LineCost) -> dict[str, Any]:
@@ -148,25 +152,26 @@ class Kernels(RecordKind):
     # kernels listed by name in a line's payload, the longest first
     TOP = 5
 
-    def device_of(self, row: Sequence[Any]) -> int | None:
-        return int(row[3])
-
     def empty(self) -> dict[str, Any]:
         return {"count": 0, "ns": 0, "by_name": {}}
 
-    def add(self, cost: LineCost, row: Sequence[Any], names: Sequence[str]) -> None:
-        _corr, begin, finish, device, name = row
-        ns = finish - begin
-        block = cost[self.key]
-        block["count"] += 1
-        block["ns"] += ns
-        label = names[name] if 0 <= name < len(names) else "?"
-        tally = block["by_name"].setdefault(label, [0, 0])
-        tally[0] += 1
-        tally[1] += ns
-        per_device = device_tally(cost, device)
-        per_device["kernels"] += 1
-        per_device["kernel_ns"] += ns
+    def tally(self, family: Family, place: Place, devices: set[int], names: Sequence[str]) -> None:
+        for corr, begin, finish, device, name in rows(family, self.columns):
+            devices.add(device)
+            cost = place(corr)
+            if cost is None:
+                continue
+            ns = finish - begin
+            block = cost[self.key]
+            block["count"] += 1
+            block["ns"] += ns
+            label = names[name] if 0 <= name < len(names) else "?"
+            by_name = block["by_name"].setdefault(label, [0, 0])
+            by_name[0] += 1
+            by_name[1] += ns
+            per_device = device_tally(cost, device)
+            per_device["kernels"] += 1
+            per_device["kernel_ns"] += ns
 
     def payload(self, cost: LineCost) -> dict[str, Any]:
         block = cost[self.key]
@@ -220,32 +225,33 @@ class Transfers(RecordKind):
     columns = ("corr", "start", "end", "device", "bytes", "copy_kind", "src_kind", "dst_kind")
     legend = "copies ↑ host→device, ↓ device→host, ↔ device→device: bytes, time"
 
-    def device_of(self, row: Sequence[Any]) -> int | None:
-        return int(row[3])
-
     def empty(self) -> dict[str, Any]:
         return {d.key: _new_direction() for d in DIRECTIONS}
 
     def line_fields(self) -> dict[str, Any]:
         return {"pageable": {"bytes": 0, "ns": 0}, "pinned": {"bytes": 0, "ns": 0}}
 
-    def add(self, cost: LineCost, row: Sequence[Any], names: Sequence[str]) -> None:
-        _corr, begin, finish, device, size, copy_kind, src, dst = row
-        ns = finish - begin
-        block = cost[self.key].setdefault(copy_kind, _new_direction())
-        block["count"] += 1
-        block["bytes"] += size
-        block["ns"] += ns
-        # the host side of the copy: pageable memory is staged through a pinned buffer
-        host_side = src if copy_kind == "htod" else dst if copy_kind == "dtoh" else None
-        if host_side in {"pageable", "pinned"}:
-            block[host_side] += 1
-            cost[host_side]["bytes"] += size
-            cost[host_side]["ns"] += ns
-        per_device = device_tally(cost, device)
-        per_device["transfers"] += 1
-        per_device["transfer_bytes"] += size
-        per_device["transfer_ns"] += ns
+    def tally(self, family: Family, place: Place, devices: set[int], names: Sequence[str]) -> None:
+        for corr, begin, finish, device, size, copy_kind, src, dst in rows(family, self.columns):
+            devices.add(device)
+            cost = place(corr)
+            if cost is None:
+                continue
+            ns = finish - begin
+            block = cost[self.key].setdefault(copy_kind, _new_direction())
+            block["count"] += 1
+            block["bytes"] += size
+            block["ns"] += ns
+            # the host side of the copy: pageable memory is staged through a pinned buffer
+            host_side = src if copy_kind == "htod" else dst if copy_kind == "dtoh" else None
+            if host_side in {"pageable", "pinned"}:
+                block[host_side] += 1
+                cost[host_side]["bytes"] += size
+                cost[host_side]["ns"] += ns
+            per_device = device_tally(cost, device)
+            per_device["transfers"] += 1
+            per_device["transfer_bytes"] += size
+            per_device["transfer_ns"] += ns
 
     def payload(self, cost: LineCost) -> dict[str, Any]:
         return {
@@ -308,18 +314,19 @@ class Memsets(RecordKind):
     columns = ("corr", "start", "end", "device", "bytes")
     legend = ""
 
-    def device_of(self, row: Sequence[Any]) -> int | None:
-        return int(row[3])
-
     def empty(self) -> dict[str, Any]:
         return {"count": 0, "bytes": 0, "ns": 0}
 
-    def add(self, cost: LineCost, row: Sequence[Any], names: Sequence[str]) -> None:
-        _corr, begin, finish, _device, size = row
-        block = cost[self.key]
-        block["count"] += 1
-        block["bytes"] += size
-        block["ns"] += finish - begin
+    def tally(self, family: Family, place: Place, devices: set[int], names: Sequence[str]) -> None:
+        for corr, begin, finish, device, size in rows(family, self.columns):
+            devices.add(device)
+            cost = place(corr)
+            if cost is None:
+                continue
+            block = cost[self.key]
+            block["count"] += 1
+            block["bytes"] += size
+            block["ns"] += finish - begin
 
     def payload(self, cost: LineCost) -> dict[str, Any]:
         block = cost[self.key]
@@ -360,17 +367,19 @@ class Syncs(RecordKind):
     # synchronization types where the host thread waits (a stream-wait-event does not)
     BLOCKING = frozenset({"context", "stream", "event"})
 
-    def counts(self, row: Sequence[Any]) -> bool:
-        return row[3] in self.BLOCKING
-
     def empty(self) -> dict[str, Any]:
         return {"count": 0, "stall_ns": 0}
 
-    def add(self, cost: LineCost, row: Sequence[Any], names: Sequence[str]) -> None:
-        _corr, begin, finish, _type = row
-        block = cost[self.key]
-        block["count"] += 1
-        block["stall_ns"] += finish - begin
+    def tally(self, family: Family, place: Place, devices: set[int], names: Sequence[str]) -> None:
+        for corr, begin, finish, sync_type in rows(family, self.columns):
+            if sync_type not in self.BLOCKING:
+                continue  # not a wait of the host: neither placed nor counted as unplaced
+            cost = place(corr)
+            if cost is None:
+                continue
+            block = cost[self.key]
+            block["count"] += 1
+            block["stall_ns"] += finish - begin
 
     def payload(self, cost: LineCost) -> dict[str, Any]:
         block = cost[self.key]

@@ -218,9 +218,18 @@ class GraphLaunches(RecordKind):
     def empty(self) -> dict[str, Any]:
         return {"count": 0, "ns": 0}
 
-    def add(self, cost: schema.LineCost, row: Sequence[Any], names: Sequence[str]) -> None:
-        cost[self.key]["count"] += 1
-        cost[self.key]["ns"] += row[2] - row[1]
+    def tally(
+        self,
+        family: schema.Family,
+        place: schema.Place,
+        devices: set[int],
+        names: Sequence[str],
+    ) -> None:
+        for corr, begin, finish in schema.rows(family, self.columns):
+            cost = place(corr)
+            if cost is not None:
+                cost[self.key]["count"] += 1
+                cost[self.key]["ns"] += finish - begin
 
     def payload(self, cost: schema.LineCost) -> dict[str, Any]:
         block = cost[self.key]
