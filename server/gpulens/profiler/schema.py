@@ -2,7 +2,7 @@
 
 A kind is one sort of GPU work a line can make: kernels, copies (per direction), memsets,
 host waits on the GPU. Each kind below says, in one place, which capture records it is
-tallied from (`family`, `columns`), how a record adds to a line (`add`), what the payload
+tallied from (`family`, `columns`), how its records add to their lines (`tally`), what the payload
 line holds of it (`payload`), how much GPU time it stands for (`device_s`, the heat scale),
 and how people read it: the label beside the line, the hover's rows and the text table's
 cell. The attribution, the payload builder, the hints and every rendering iterate
