@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from gpulens.profiler.schema import KERNELS, SYNCS, TRANSFERS
-from gpulens.profiler.units import short_bytes
+from gpulens.profiler.units import short_bytes, short_seconds
 
 # a pageable copy at least this large is worth pinning (below it, launch latency dominates)
 PAGEABLE_HINT_BYTES = 1 << 20
@@ -49,7 +49,7 @@ def line_hints(line: dict[str, Any], pinned_gbps: float | None) -> list[dict[str
             {
                 "code": "fuse-kernels",
                 "message": (
-                    f"{count} kernels averaging {kernels['gpu_s'] / count * 1e6:.1f} us "
+                    f"{count} kernels averaging {short_seconds(kernels['gpu_s'] / count)} "
                     f"({per_hit:.0f} per run of the line): launch overhead dominates; fuse them "
                     "(torch.compile, CUDA graphs, a CuPy ElementwiseKernel) or batch the work "
                     "into fewer, larger launches"
@@ -60,7 +60,7 @@ def line_hints(line: dict[str, Any], pinned_gbps: float | None) -> list[dict[str
     hits = line.get("hits", 0)
     waits = syncs.get("count", 0)
     if hits >= SYNC_LOOP_HITS and waits >= SYNC_LOOP_SHARE * hits:
-        stalled = f"{syncs.get('stall_s', 0) * 1e3:.1f} ms stalled"
+        stalled = f"{short_seconds(syncs.get('stall_s', 0))} stalled"
         if copies >= waits:  # the waits are the pageable copies' own
             if not any(hint["code"] == "pinned-memory" for hint in found):
                 found.append(
