@@ -30,6 +30,9 @@ demo: $(STAMP)
 	@echo
 	@echo "== gpulens profile examples/profile_demo.py --cell 2   (host backend where there is no GPU)"
 	$(BIN)/gpulens profile examples/profile_demo.py --cell 2
+	@echo
+	@echo "== gpulens profile --replay: cell 3 (the GPU training loop) as recorded on an H200"
+	$(BIN)/gpulens profile --replay tests/fixtures/profiler/demo_cell3_h200_payload.json
 
 lint: $(STAMP)
 	$(BIN)/ruff check server tests benchmarks scripts

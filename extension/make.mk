@@ -34,7 +34,8 @@ $(VSCODE_VSIX): $(VSCODE_DEPS) $(VSCODE_SOURCES)
 
 vscode-package: $(VSCODE_VSIX)
 
-vscode-unit: $(VSCODE_DEPS)
+# the unit tests draw payloads the Python side makes as they start: they need the .venv
+vscode-unit: $(VSCODE_DEPS) $(STAMP)
 	cd extension && npx tsc -p .
 	cd extension && npx vitest run
 

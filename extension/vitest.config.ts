@@ -4,5 +4,7 @@ export default defineConfig({
   test: {
     include: ['test/unit/**/*.test.ts'],
     environment: 'node',
+    // the payloads the tests draw, written by the Python side before they run
+    globalSetup: ['test/unit/payloads.setup.ts'],
   },
 });

@@ -12,8 +12,9 @@ LAB_UI_TESTS := tests/jupyter/test_lab_ui.py
 lab-build: $(STAMP)
 	$(BIN)/python $(LAB_DIR)/build_hook.py
 
-# pure TypeScript: strict typecheck and the unit tests (installs node_modules when missing)
-lab-unit:
+# pure TypeScript: strict typecheck and the unit tests (installs node_modules when missing);
+# the tests draw payloads the Python side makes as they start, so they need the .venv
+lab-unit: $(STAMP)
 	@test -d $(LAB_DIR)/node_modules || $(LAB_NPM) install --no-audit --no-fund
 	$(LAB_NPM) run typecheck
 	$(LAB_NPM) test

@@ -5,16 +5,16 @@
  */
 
 import * as vscode from 'vscode';
-import type { Middleware } from 'vscode-languageclient/node';
-import { CellLensProvider, clearedDocument, profileCommandArguments } from './cellLens';
+import { CodeLensRequest, type Middleware } from 'vscode-languageclient/node';
 import { registerEnvironmentCheck } from './doctor';
 import { createLogChannel, logChannel, traceInfo } from './logging';
 import { registerNotebookProfiling } from './notebook';
 import { CellProfiler, PROFILE_AT_COMMAND } from './profiler';
 import { ProfileView } from './profileView';
 import { initializePython, onDidChangeInterpreter, privateDirectory } from './python';
+import { clearedDocument, profileCommandArguments } from './routing';
 import { ServerSupervisor } from './server';
-import { affectsServer } from './settings';
+import { affectsServer, readSettings } from './settings';
 import { ENVIRONMENT_CHECK_COMMAND, GpuStatusBar } from './statusBar';
 
 let server: ServerSupervisor | undefined;
@@ -33,6 +33,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       if (cleared) view.clear(vscode.Uri.parse(cleared));
       return next(command, args);
     },
+    // "Profile cell" above each `# %%` cell, unless `gpulens.profile.codeLens` is off
+    provideCodeLenses: (document, token, next) => (readSettings(document.uri).profileCodeLens ? next(document, token) : []),
   };
   server = new ServerSupervisor(middleware, privateDirectory(context.globalStorageUri));
   context.subscriptions.push(
@@ -40,13 +42,13 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     view,
     new GpuStatusBar(server),
     new CellProfiler(server, view),
-    new CellLensProvider(server),
     registerNotebookProfiling(view),
     registerEnvironmentCheck(ENVIRONMENT_CHECK_COMMAND, server),
     vscode.commands.registerCommand('gpulens.restartServer', () => server?.restart('asked from the command palette')),
     vscode.commands.registerCommand('gpulens.showLog', () => logChannel().show()),
     vscode.workspace.onDidChangeConfiguration((event) => {
       if (affectsServer(event)) void server?.restart('gpulens.python changed');
+      if (event.affectsConfiguration('gpulens.profile.codeLens')) refreshCodeLenses();
     }),
     vscode.workspace.onDidGrantWorkspaceTrust(() => server?.restart('the workspace is trusted now')),
   );
@@ -55,6 +57,18 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   context.subscriptions.push(onDidChangeInterpreter(() => server?.restart('the Python interpreter changed')));
   // not awaited: activation must not wait for the interpreter check or the server's start
   void server.start();
+}
+
+/** Asks the editor for the server's lenses again (their setting changed). */
+function refreshCodeLenses(): void {
+  const lenses = server?.runningClient?.getFeature(CodeLensRequest.method);
+  for (const editor of vscode.window.visibleTextEditors) {
+    const provider = lenses?.getProvider(editor.document);
+    if (provider) {
+      provider.onDidChangeCodeLensEmitter.fire();
+      return; // one emitter serves every document of the registration
+    }
+  }
 }
 
 export async function deactivate(): Promise<void> {

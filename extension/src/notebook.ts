@@ -6,8 +6,7 @@
  */
 
 import * as vscode from 'vscode';
-import { runMessage } from './core/lineFormat';
-import { parseProfile, PROFILE_MIME, profileSummary, type Profile } from './core/profile';
+import { parseProfile, PROFILE_MIME, type Profile } from './core/profile';
 import { logChannel, traceError, traceInfo } from './logging';
 import { profilingAllowed } from './profiler';
 import type { ProfileView } from './profileView';
@@ -70,6 +69,14 @@ function cellArgument(arg: unknown): vscode.NotebookCell | undefined {
   return editor && index !== undefined && index < editor.notebook.cellCount ? editor.notebook.cellAt(index) : undefined;
 }
 
+/** The payload's message for a run that did not end well, as loud as the payload says. */
+export function showRunMessage(profile: Profile): void {
+  if (!profile.message) return;
+  if (profile.level === 'info') void vscode.window.showInformationMessage(profile.message);
+  else if (profile.level === 'error') void vscode.window.showErrorMessage(profile.message);
+  else void vscode.window.showWarningMessage(profile.message);
+}
+
 export function registerNotebookProfiling(view: ProfileView): vscode.Disposable {
   return vscode.Disposable.from(
     vscode.commands.registerCommand(PROFILE_NOTEBOOK_CELL_COMMAND, async (arg?: unknown) => {
@@ -91,7 +98,9 @@ export function registerNotebookProfiling(view: ProfileView): vscode.Disposable 
           { location: vscode.ProgressLocation.Notification, title: `gpulens: profiling cell ${cell.index + 1} in its kernel…`, cancellable: true },
           async (_progress, token) => {
             await execute(kernel, '%load_ext gpulens', token);
-            return profileFromItems(await execute(kernel, byHand ? source : `%%gpulens\n${source}`, token));
+            // `--cell`: the kernel knows the run's count, not where the cell stands
+            const code = byHand ? source : `%%gpulens --cell ${cell.index + 1}\n${source}`;
+            return profileFromItems(await execute(kernel, code, token));
           },
         );
         if (typeof result === 'string') {
@@ -101,9 +110,8 @@ export function registerNotebookProfiling(view: ProfileView): vscode.Disposable 
         // under an added `%%gpulens` line the payload's line 2 is the cell's line 1
         view.show(cell.document.uri, 'notebook', result, byHand ? 0 : 1);
         if (result.output) logChannel().appendLine(result.output.trimEnd());
-        const message = runMessage(result);
-        if (message) void vscode.window.showWarningMessage(message);
-        vscode.window.setStatusBarMessage(`$(pulse) gpulens: ${profileSummary(result)}`, 8_000);
+        showRunMessage(result);
+        vscode.window.setStatusBarMessage(`$(pulse) ${result.summary}`, 8_000);
       } catch (error) {
         if (error instanceof vscode.CancellationError) return;
         traceError('notebook cell profile failed', error);

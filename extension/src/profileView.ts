@@ -1,12 +1,11 @@
 /**
- * Per-line costs of a profiled cell, drawn at the ends of its lines with a heat tint by the
- * line's share of the cell's GPU time (host time when the cell used no GPU), and a hover with
- * the top kernels and hints. Results stay until cleared or until the document is edited.
+ * Per-line costs of a profiled cell: the label the server wrote at the end of each line, its
+ * hover, and a tint by the line's heat. Results stay until cleared or until the document is
+ * edited.
  */
 
 import * as vscode from 'vscode';
-import { lineCosts, lineDetails } from './core/lineFormat';
-import { editorLine, HEAT_LEVELS, heatAlpha, heatLevel, lineShares, type Profile } from './core/profile';
+import { HEAT_LEVELS, heatAlpha, lineMarks, type Profile } from './core/profile';
 
 const CONTEXT_KEY = 'gpulens.hasProfileResults';
 
@@ -88,27 +87,21 @@ export class ProfileView implements vscode.Disposable {
     const byLevel: vscode.DecorationOptions[][] = this.heat.map(() => []);
     const shown = this.results.get(editor.document.uri.toString());
     for (const { profile, offset, withText } of shown?.values() ?? []) {
-      const shares = lineShares(profile);
-      for (const line of profile.lines) {
-        const at = editorLine(line.line, offset);
-        if (at < 0 || at >= editor.document.lineCount) continue;
-        const share = shares.get(line.line) ?? 0;
-        const end = editor.document.lineAt(at).range.end;
-        const decoration: vscode.DecorationOptions = { range: new vscode.Range(at, 0, end.line, end.character) };
+      for (const mark of lineMarks(profile, offset, editor.document.lineCount)) {
+        const end = editor.document.lineAt(mark.at).range.end;
+        const decoration: vscode.DecorationOptions = { range: new vscode.Range(mark.at, 0, end.line, end.character) };
         if (withText) {
-          decoration.hoverMessage = new vscode.MarkdownString(
-            `${lineDetails(line, profile.backend)}\n\n${Math.round(share * 100)}% of the cell's time`,
-          );
+          decoration.hoverMessage = new vscode.MarkdownString(mark.hover);
           decoration.renderOptions = {
             after: {
-              contentText: lineCosts(line),
+              contentText: mark.label,
               color: new vscode.ThemeColor('editorInlayHint.foreground'),
               backgroundColor: new vscode.ThemeColor('editorInlayHint.background'),
               margin: '0 0 0 1.5em',
             },
           };
         }
-        byLevel[heatLevel(share)].push(decoration);
+        byLevel[mark.level].push(decoration);
       }
     }
     this.heat.forEach((type, level) => editor.setDecorations(type, byLevel[level]));

@@ -1,21 +1,17 @@
 /**
- * "Profile cell" for `# %%` cells of a script: through the server's `gpulens.profileCell`
- * command when it offers one, else `gpulens profile FILE --line L --format json` in the server's
- * interpreter. A cancellable progress notification; results go to the ProfileView. Off in an
- * untrusted workspace: profiling runs the workspace's code.
+ * "Profile cell" for `# %%` cells of a script, through the server's `gpulens.profileCell`
+ * command: a cancellable progress notification; the server draws the costs as inlay hints
+ * (and says how the run ended), the ProfileView adds the heat tint. Off in an untrusted
+ * workspace: profiling runs the workspace's code.
  */
 
-import { spawn } from 'node:child_process';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { codeCellStarts } from './core/cells';
-import { runMessage } from './core/lineFormat';
-import { parseProfile, profileSummary, type Profile } from './core/profile';
+import { parseProfile } from './core/profile';
 import { logChannel, traceError, traceInfo, traceWarn } from './logging';
 import type { ProfileView } from './profileView';
-import { resolveInterpreter } from './python';
 import type { ServerSupervisor } from './server';
-import { readSettings } from './settings';
 
 /** Internal: profile the cell holding a line; arguments `(uri: string, line: number)`, line 0-based. */
 export const PROFILE_AT_COMMAND = 'gpulens.profileCellAt';
@@ -36,58 +32,6 @@ export function profilingAllowed(): boolean {
     if (choice) void vscode.commands.executeCommand('workbench.trust.manage');
   });
   return false;
-}
-
-class CliError extends Error {}
-
-function runCli(
-  python: string,
-  args: string[],
-  cwd: string,
-  token: vscode.CancellationToken,
-): Promise<unknown> {
-  return new Promise((resolve, reject) => {
-    traceInfo(`$ ${python} ${args.join(' ')}`);
-    // its own process group, so a cancel also stops the runner's child
-    const child = spawn(python, args, { cwd, detached: process.platform !== 'win32', env: { ...process.env, PYTHONUNBUFFERED: '1' } });
-    const stdout: Buffer[] = [];
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => stdout.push(chunk));
-    child.stderr.on('data', (chunk: Buffer) => {
-      stderr += chunk.toString();
-    });
-    const cancel = token.onCancellationRequested(() => {
-      try {
-        if (child.pid !== undefined && process.platform !== 'win32') process.kill(-child.pid, 'SIGTERM');
-        else child.kill();
-      } catch {
-        child.kill();
-      }
-    });
-    child.on('error', (error) => {
-      cancel.dispose();
-      reject(new CliError(`${python} could not be run: ${error.message}`));
-    });
-    child.on('close', (code) => {
-      cancel.dispose();
-      if (token.isCancellationRequested) {
-        reject(new vscode.CancellationError());
-        return;
-      }
-      if (stderr.trim()) logChannel().appendLine(stderr.trimEnd());
-      const text = Buffer.concat(stdout).toString('utf8');
-      if (code === 0 || code === 1) {
-        try {
-          resolve(JSON.parse(text));
-          return;
-        } catch {
-          // fall through: not a payload
-        }
-      }
-      const last = stderr.trim().split('\n').pop() ?? '';
-      reject(new CliError(last || `gpulens profile exited with status ${String(code)}`));
-    });
-  });
 }
 
 export class CellProfiler implements vscode.Disposable {
@@ -134,7 +78,7 @@ export class CellProfiler implements vscode.Disposable {
     this.running.add(key);
     let cancelled = false;
     try {
-      const { raw, viaServer } = await vscode.window.withProgress(
+      const raw = await vscode.window.withProgress(
         {
           location: vscode.ProgressLocation.Notification,
           title: `gpulens: profiling ${label} of ${path.basename(document.fileName)}…`,
@@ -144,12 +88,17 @@ export class CellProfiler implements vscode.Disposable {
           token.onCancellationRequested(() => {
             cancelled = true;
           });
-          return this.run(document, line, token);
+          return this.server.executeServerCommand(SERVER_PROFILE_COMMAND, [{ uri: document.uri.toString(), line }], token);
         },
       );
       const parsed = parseProfile(raw);
-      if (!parsed.ok) throw new CliError(parsed.error);
-      this.present(document, cellNumber, parsed.value, viaServer);
+      if (!parsed.ok) throw new Error(parsed.error);
+      const profile = parsed.value;
+      // the server draws the text as inlay hints with their hover, and shows the run's message
+      this.view.show(document.uri, `cell:${profile.cell ?? cellNumber}`, profile, 0, false);
+      if (profile.output) logChannel().appendLine(profile.output.trimEnd());
+      for (const note of profile.notes) traceInfo(`profile: ${note}`);
+      if (profile.lines.length > 0) vscode.window.setStatusBarMessage(`$(pulse) ${profile.summary}`, 8_000);
     } catch (error) {
       if (cancelled || error instanceof vscode.CancellationError) {
         traceInfo(`profile of ${label} cancelled`);
@@ -165,46 +114,11 @@ export class CellProfiler implements vscode.Disposable {
     }
   }
 
-  private async run(
-    document: vscode.TextDocument,
-    line: number,
-    token: vscode.CancellationToken,
-  ): Promise<{ raw: unknown; viaServer: boolean }> {
-    if (this.server.hasServerCommand(SERVER_PROFILE_COMMAND)) {
-      const raw = await this.server.executeServerCommand(SERVER_PROFILE_COMMAND, [{ uri: document.uri.toString(), line }], token);
-      return { raw, viaServer: true };
-    }
-    const settings = readSettings(document.uri);
-    const python = this.server.python ?? (await resolveInterpreter(document.uri)).command;
-    // -P: gpulens itself imports nothing from the folder; the profiled script still sees its own
-    const args = ['-P', '-m', 'gpulens', 'profile', document.uri.fsPath, '--line', String(line + 1), '--format', 'json'];
-    args.push('--timeout', String(settings.profileTimeoutSeconds));
-    if (settings.profilePython) args.push('--python', settings.profilePython);
-    const folder = vscode.workspace.getWorkspaceFolder(document.uri)?.uri.fsPath ?? path.dirname(document.uri.fsPath);
-    return { raw: await runCli(python, args, folder, token), viaServer: false };
-  }
-
-  private present(document: vscode.TextDocument, cellNumber: number, profile: Profile, viaServer: boolean): void {
-    // the server draws the text as inlay hints with their hover; the client adds the heat tint
-    const withText = !(viaServer && this.server.hasInlayHints());
-    this.view.show(document.uri, `cell:${profile.cell ?? cellNumber}`, profile, 0, withText);
-    if (profile.output) logChannel().appendLine(profile.output.trimEnd());
-    for (const warning of profile.warnings) traceWarn(`profile: ${warning}`);
-    const message = viaServer ? undefined : runMessage(profile); // the server says its own
-    if (message) {
-      const type = profile.error?.type;
-      if (type === 'Cancelled') void vscode.window.showInformationMessage(message);
-      else if (type === 'Timeout' || !profile.error) void vscode.window.showWarningMessage(message);
-      else void vscode.window.showErrorMessage(message);
-    }
-    if (profile.lines.length > 0) vscode.window.setStatusBarMessage(`$(pulse) gpulens: ${profileSummary(profile)}`, 8_000);
-  }
-
   /** Clears one document's results, or all: the tint here, the server's inlay hints there. */
   private async clear(uri?: vscode.Uri): Promise<void> {
     const documents = uri ? [uri] : this.view.documents();
     this.view.clear(uri);
-    if (!this.server.hasServerCommand(SERVER_CLEAR_COMMAND)) return;
+    if (!this.server.runningClient) return;
     for (const document of documents) {
       try {
         await this.server.executeServerCommand(SERVER_CLEAR_COMMAND, [{ uri: document.toString() }]);

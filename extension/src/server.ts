@@ -84,20 +84,6 @@ export class ServerSupervisor implements vscode.Disposable {
     return this.client?.state === State.Running ? this.client : undefined;
   }
 
-  /** Whether the running server offers this `workspace/executeCommand` command. */
-  hasServerCommand(command: string): boolean {
-    const commands = this.runningClient?.initializeResult?.capabilities.executeCommandProvider?.commands;
-    return commands?.includes(command) ?? false;
-  }
-
-  hasInlayHints(): boolean {
-    return Boolean(this.runningClient?.initializeResult?.capabilities.inlayHintProvider);
-  }
-
-  hasCodeLenses(): boolean {
-    return Boolean(this.runningClient?.initializeResult?.capabilities.codeLensProvider);
-  }
-
   async executeServerCommand(command: string, args: unknown[], token?: vscode.CancellationToken): Promise<unknown> {
     const client = this.runningClient;
     if (!client) throw new Error('the gpulens language server is not running');

@@ -1,18 +1,11 @@
 /**
- * The GPU item in the status bar, drawn from `gpulens/status`; a click opens the device pick
- * (writes `gpulens.device` and tells the server through `gpulens.selectDevice`) and the
- * environment check.
+ * The GPU item in the status bar, drawn from `gpulens/status` as the server words it; a click
+ * opens the device pick (writes `gpulens.device` and tells the server through
+ * `gpulens.selectDevice`) and the environment check.
  */
 
 import * as vscode from 'vscode';
-import {
-  deviceChoices,
-  needsWarning,
-  parseStatus,
-  statusText,
-  statusTooltip,
-  type DeviceStatus,
-} from './core/status';
+import { drawStatusBar, parseStatus, type DeviceStatus } from './core/status';
 import { traceError, traceWarn } from './logging';
 import type { ServerState, ServerSupervisor } from './server';
 import { readSettings, writeDevice } from './settings';
@@ -80,12 +73,12 @@ export class GpuStatusBar implements vscode.Disposable {
       this.item.tooltip = 'gpulens: waiting for the GPU status';
       return;
     }
-    const device = readSettings().device;
-    this.item.text = statusText(this.status, device);
-    const tooltip = new vscode.MarkdownString(statusTooltip(this.status, device), true);
+    const drawn = drawStatusBar(this.status, readSettings().device);
+    this.item.text = drawn.text;
+    const tooltip = new vscode.MarkdownString(drawn.tooltip, true);
     tooltip.isTrusted = false;
     this.item.tooltip = tooltip;
-    if (needsWarning(this.status, device)) {
+    if (drawn.warning) {
       this.item.backgroundColor = new vscode.ThemeColor('statusBarItem.warningBackground');
     }
   }
@@ -93,7 +86,8 @@ export class GpuStatusBar implements vscode.Disposable {
   private async pickDevice(): Promise<void> {
     type Item = vscode.QuickPickItem & { device?: string; action?: 'check' };
     const current = readSettings().device;
-    const items: Item[] = deviceChoices(this.status).map((choice) => ({
+    const choices = this.status?.devices ?? [];
+    const items: Item[] = choices.map((choice) => ({
       label: choice.device === current ? `$(check) ${choice.label}` : choice.label,
       description: choice.description,
       detail: choice.detail,
@@ -115,7 +109,8 @@ export class GpuStatusBar implements vscode.Disposable {
     if (!picked.device) return;
     try {
       await writeDevice(picked.device);
-      if (this.server.hasServerCommand(SELECT_DEVICE_SERVER_COMMAND)) {
+      // a server that is not running reads the setting when it starts
+      if (this.server.runningClient) {
         await this.server.executeServerCommand(SELECT_DEVICE_SERVER_COMMAND, [{ device: picked.device }]);
       }
     } catch (error) {

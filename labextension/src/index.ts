@@ -7,10 +7,12 @@ import type { JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/applica
 import { ICommandPalette } from '@jupyterlab/apputils';
 import { INotebookTracker, NotebookActions } from '@jupyterlab/notebook';
 import type { CodeCell } from '@jupyterlab/cells';
+import { IRenderMimeRegistry, MimeModel } from '@jupyterlab/rendermime';
 import { IStatusBar } from '@jupyterlab/statusbar';
 import { LabIcon } from '@jupyterlab/ui-components';
 
 import { registerFixes } from './fixes';
+import type { MarkdownRenderer } from './decorations';
 import { activeCodeCell, drawCellProfile, profileCell } from './profile';
 import { GpuStatusItem } from './status';
 
@@ -37,13 +39,28 @@ const statusPlugin: JupyterFrontEndPlugin<void> = {
   }
 };
 
+/** The lab's own Markdown renderer, sanitizing as it does for untrusted output. */
+function markdownRenderer(rendermime: IRenderMimeRegistry): MarkdownRenderer {
+  return async (markdown, host) => {
+    const renderer = rendermime.createRenderer('text/markdown');
+    await renderer.renderModel(new MimeModel({ data: { 'text/markdown': markdown }, trusted: false }));
+    host.replaceChildren(renderer.node);
+  };
+}
+
 const profilePlugin: JupyterFrontEndPlugin<void> = {
   id: 'gpulens:plugin',
   description: 'Profile a notebook cell on the GPU and draw per-line costs beside its lines.',
   autoStart: true,
-  requires: [INotebookTracker],
+  requires: [INotebookTracker, IRenderMimeRegistry],
   optional: [ICommandPalette],
-  activate: (app: JupyterFrontEnd, tracker: INotebookTracker, palette: ICommandPalette | null) => {
+  activate: (
+    app: JupyterFrontEnd,
+    tracker: INotebookTracker,
+    rendermime: IRenderMimeRegistry,
+    palette: ICommandPalette | null
+  ) => {
+    const renderMarkdown = markdownRenderer(rendermime);
     app.commands.addCommand(PROFILE_COMMAND, {
       label: 'Profile cell on GPU',
       caption: 'Run this cell under %%gpulens and show per-line GPU costs beside its lines',
@@ -53,7 +70,7 @@ const profilePlugin: JupyterFrontEndPlugin<void> = {
         const panel = tracker.currentWidget;
         const cell = activeCodeCell(panel);
         if (panel && cell) {
-          await profileCell(panel, cell);
+          await profileCell(panel, cell, renderMarkdown);
         }
       }
     });
@@ -62,7 +79,7 @@ const profilePlugin: JupyterFrontEndPlugin<void> = {
     // a cell run with `%%gpulens` typed in it, or a notebook saved with a profile, draws too
     NotebookActions.executed.connect((_, { cell }) => {
       if (cell.model.type === 'code') {
-        drawCellProfile(cell as CodeCell);
+        drawCellProfile(cell as CodeCell, renderMarkdown);
       }
     });
     tracker.widgetAdded.connect((_, panel) => {
@@ -70,7 +87,7 @@ const profilePlugin: JupyterFrontEndPlugin<void> = {
         for (const cell of panel.content.widgets) {
           if (cell.model.type === 'code') {
             await cell.ready;
-            drawCellProfile(cell as CodeCell);
+            drawCellProfile(cell as CodeCell, renderMarkdown);
           }
         }
       });

@@ -11,8 +11,8 @@ import type { NotebookPanel } from '@jupyterlab/notebook';
 import { OutputArea } from '@jupyterlab/outputarea';
 import type { KernelMessage } from '@jupyterlab/services';
 
-import { marksFor, showCosts } from './decorations';
-import { parseProfile, PROFILE_MIME, type ProfilePayload, startsWithMagicLine } from './format';
+import { type MarkdownRenderer, marksFor, showCosts } from './decorations';
+import { parseProfile, PROFILE_MIME, type ProfiledLine, startsWithMagicLine } from './payloads';
 
 const LOAD_EXTENSION = '%load_ext gpulens';
 
@@ -41,8 +41,8 @@ async function loadExtension(sessionContext: ISessionContext): Promise<string | 
   return 'The kernel did not load gpulens (aborted).';
 }
 
-/** The payload among a cell's outputs, if the last run displayed one. */
-export function profileOfCell(cell: CodeCell): ProfilePayload | null {
+/** The profiled lines among a cell's outputs, if the last run displayed a profile. */
+export function profileOfCell(cell: CodeCell): ProfiledLine[] | null {
   const outputs = cell.model.outputs;
   for (let i = outputs.length - 1; i >= 0; i--) {
     const data = outputs.get(i).data[PROFILE_MIME];
@@ -55,22 +55,22 @@ export function profileOfCell(cell: CodeCell): ProfilePayload | null {
 }
 
 /** Draws (or clears) the costs of the cell's last profile in its editor. */
-export function drawCellProfile(cell: CodeCell): boolean {
-  const payload = profileOfCell(cell);
+export function drawCellProfile(cell: CodeCell, renderMarkdown: MarkdownRenderer): boolean {
+  const lines = profileOfCell(cell);
   const editor = cell.editor as CodeMirrorEditor | null;
   if (!editor?.editor) {
     return false;
   }
   const source = cell.model.sharedModel.getSource();
-  showCosts(editor.editor, payload ? marksFor(payload, startsWithMagicLine(source)) : []);
-  return payload !== null;
+  showCosts(editor.editor, lines ? marksFor(lines, startsWithMagicLine(source)) : [], renderMarkdown);
+  return lines !== null;
 }
 
 /**
  * Runs `cell` as a normal run would (outputs cleared, prompt shows `[*]`, then the new
  * execution count), with `%%gpulens` as the first line of the code sent, not of the source.
  */
-export async function profileCell(panel: NotebookPanel, cell: CodeCell): Promise<void> {
+export async function profileCell(panel: NotebookPanel, cell: CodeCell, renderMarkdown: MarkdownRenderer): Promise<void> {
   const sessionContext = panel.sessionContext;
   const source = cell.model.sharedModel.getSource();
   if (!source.trim()) {
@@ -84,9 +84,11 @@ export async function profileCell(panel: NotebookPanel, cell: CodeCell): Promise
     Notification.error(problem, { autoClose: 8000 });
     return;
   }
-  const code = startsWithMagicLine(source) ? source : `%%gpulens\n${source}`;
+  // `--cell`: the kernel knows the run's count, not where the cell stands in the notebook
+  const place = panel.content.widgets.indexOf(cell) + 1;
+  const code = startsWithMagicLine(source) ? source : `%%gpulens --cell ${place}\n${source}`;
   const model = cell.model;
-  showCosts((cell.editor as CodeMirrorEditor).editor, []);
+  showCosts((cell.editor as CodeMirrorEditor).editor, [], renderMarkdown);
   model.sharedModel.transact(
     () => {
       model.clearExecution();
@@ -107,7 +109,7 @@ export async function profileCell(panel: NotebookPanel, cell: CodeCell): Promise
     throw error;
   } finally {
     if (!cell.isDisposed) {
-      drawCellProfile(cell);
+      drawCellProfile(cell, renderMarkdown);
     }
   }
 }

@@ -1,6 +1,7 @@
 /**
  * The status bar item: `GET /gpulens/status` every 2 s (on standby while the tab is hidden),
- * and a popup with every GPU, its processes, the kernel's frameworks and recent history.
+ * and a popup with every GPU, its processes, the kernel's frameworks and recent history. The
+ * words and figures are the payload's (`display`); the charts are drawn from its numbers.
  */
 
 import { URLExt } from '@jupyterlab/coreutils';
@@ -9,16 +10,7 @@ import { showPopup } from '@jupyterlab/statusbar';
 import { Poll } from '@lumino/polling';
 import { Widget } from '@lumino/widgets';
 
-import {
-  explainStatusError,
-  formatMemory,
-  formatStatusText,
-  formatStatusTitle,
-  History,
-  parseStatus,
-  sparklinePoints,
-  type StatusPayload
-} from './format';
+import { explainStatusError, History, parseStatus, sparklinePoints, type StatusView } from './payloads';
 
 const POLL_MS = 2000;
 /** Five minutes of samples at one per poll. */
@@ -30,7 +22,7 @@ interface GpuHistory {
 }
 
 /** The last answer of the route: a payload or an HTTP status (null: no answer). */
-type Reading = { status: StatusPayload } | { error: number | null };
+type Reading = { status: StatusView } | { error: number | null };
 
 async function fetchStatus(settings: ServerConnection.ISettings): Promise<Reading> {
   const url = URLExt.join(settings.baseUrl, 'gpulens', 'status');
@@ -78,8 +70,8 @@ export class GpuStatusItem extends Widget {
     this.reading = await fetchStatus(this.settings);
     if ('status' in this.reading) {
       this.record(this.reading.status);
-      this.node.textContent = formatStatusText(this.reading.status);
-      this.node.title = formatStatusTitle(this.reading.status);
+      this.node.textContent = this.reading.status.text;
+      this.node.title = this.reading.status.title;
       this.node.classList.remove('gpulens-status-error');
     } else {
       const explained = explainStatusError(this.reading.error);
@@ -92,16 +84,15 @@ export class GpuStatusItem extends Widget {
     }
   }
 
-  private record(status: StatusPayload): void {
-    for (const gpu of status.gpus) {
-      let history = this.histories.get(gpu.index);
+  private record(status: StatusView): void {
+    for (const [index, sample] of status.samples) {
+      let history = this.histories.get(index);
       if (!history) {
         history = { utilization: new History(HISTORY_SAMPLES), memory: new History(HISTORY_SAMPLES) };
-        this.histories.set(gpu.index, history);
+        this.histories.set(index, history);
       }
-      history.utilization.push(gpu.utilization_pct ?? 0);
-      const total = gpu.memory_total_bytes ?? 0;
-      history.memory.push(total > 0 ? (100 * (gpu.memory_used_bytes ?? 0)) / total : 0);
+      history.utilization.push(sample.utilization);
+      history.memory.push(sample.memory);
     }
   }
 
@@ -146,75 +137,48 @@ function sparkline(values: number[], label: string): SVGSVGElement {
 /** Fills `node` with the details of the last reading. */
 function renderDetails(node: HTMLElement, reading: Reading | null, histories: Map<number, GpuHistory>): void {
   node.replaceChildren();
-  node.appendChild(element('h3', 'GPU status', 'gpulens-popup-title'));
-  if (reading === null) {
-    node.appendChild(element('p', 'Reading the GPU status…'));
-    return;
-  }
-  if ('error' in reading) {
-    const explained = explainStatusError(reading.error);
-    node.appendChild(element('p', explained.title, 'gpulens-popup-error'));
+  if (reading === null || 'error' in reading) {
+    const title = reading === null ? null : explainStatusError(reading.error).title;
+    node.appendChild(element('p', title ?? 'Reading the GPU status…', title ? 'gpulens-popup-error' : undefined));
     return;
   }
   const status = reading.status;
-  if (!status.available) {
-    node.appendChild(element('p', `${formatStatusText(status)}: ${status.reason ?? 'no GPU found.'}`));
-  }
-  const facts = [
-    status.driver_version && `driver ${status.driver_version}`,
-    status.cuda_driver_version && `CUDA ${status.cuda_driver_version}`,
-    status.cuda_visible_devices !== null && `CUDA_VISIBLE_DEVICES=${status.cuda_visible_devices}`
-  ].filter(Boolean);
-  if (facts.length) {
-    node.appendChild(element('p', facts.join(' · '), 'gpulens-popup-facts'));
+  node.appendChild(element('h3', status.heading, 'gpulens-popup-title'));
+  for (const text of [status.reason, status.facts]) {
+    if (text) {
+      node.appendChild(element('p', text, 'gpulens-popup-facts'));
+    }
   }
   for (const gpu of status.gpus) {
     const section = element('section', undefined, 'gpulens-gpu');
-    const head = `GPU ${gpu.index}: ${gpu.name}${gpu.visible ? '' : ' (hidden by CUDA_VISIBLE_DEVICES)'}`;
-    section.appendChild(element('h4', head));
-    const figures = [
-      gpu.utilization_pct !== null && `${gpu.utilization_pct}% busy`,
-      formatMemory(gpu.memory_used_bytes, gpu.memory_total_bytes),
-      gpu.temperature_c !== null && `${gpu.temperature_c}°C`,
-      gpu.power_w !== null && `${Math.round(gpu.power_w)}${gpu.power_limit_w ? `/${Math.round(gpu.power_limit_w)}` : ''} W`
-    ].filter(Boolean);
-    section.appendChild(element('div', figures.join(' · ')));
+    section.append(element('h4', gpu.heading), element('div', gpu.line));
     const history = histories.get(gpu.index);
     if (history) {
       const charts = element('div', undefined, 'gpulens-charts');
       charts.append(
-        element('span', 'util'),
-        sparkline(history.utilization.values(), `GPU ${gpu.index} utilization`),
-        element('span', 'mem'),
-        sparkline(history.memory.values(), `GPU ${gpu.index} memory`)
+        element('span', status.history.utilization),
+        sparkline(history.utilization.values(), `${gpu.heading}: ${status.history.utilization}`),
+        element('span', status.history.memory),
+        sparkline(history.memory.values(), `${gpu.heading}: ${status.history.memory}`)
       );
       section.appendChild(charts);
     }
     if (gpu.processes.length) {
       const table = element('table', undefined, 'gpulens-processes');
       for (const process of gpu.processes) {
-        const row = element('tr', undefined, process.kernel ? 'gpulens-own-kernel' : undefined);
-        const owner = process.kernel ? ` (kernel ${process.kernel.name ?? process.kernel.id ?? ''})` : '';
-        row.append(
-          element('td', String(process.pid)),
-          element('td', process.name + owner),
-          element('td', process.used_memory_bytes === null ? '' : formatMemory(process.used_memory_bytes, null))
-        );
+        const row = element('tr');
+        row.append(...process.map(cell => element('td', cell)));
         table.appendChild(row);
       }
       section.appendChild(table);
-    } else {
-      section.appendChild(element('div', 'no processes', 'gpulens-muted'));
+    }
+    if (gpu.processesNote) {
+      section.appendChild(element('div', gpu.processesNote, 'gpulens-muted'));
     }
     node.appendChild(section);
   }
-  const frameworks = Object.entries(status.frameworks);
-  node.appendChild(element('h4', "Frameworks (the kernel's interpreter)"));
-  if (frameworks.length === 0) {
-    node.appendChild(element('div', 'none of torch, CuPy, JAX, Numba found', 'gpulens-muted'));
-  }
-  for (const [name, info] of frameworks) {
-    const where = info.error ?? (info.devices.length ? info.devices.join(', ') : info.cuda ? 'CUDA' : 'CPU only');
-    node.appendChild(element('div', `${name} ${info.version ?? ''} · ${where}`, 'gpulens-framework'));
+  node.appendChild(element('h4', status.frameworksHeading));
+  for (const line of status.frameworks) {
+    node.appendChild(element('div', line, 'gpulens-framework'));
   }
 }

@@ -4,7 +4,9 @@
 The cell runs in the user's namespace; the result is displayed as one bundle:
 `application/vnd.gpulens.profile+json` (the payload, for the editor clients), `text/html`
 (a table) and `text/plain`. Line numbers are the notebook cell's own: line 1 is the
-`%%gpulens` line, so the body starts at line 2. The capture backend releases CUPTI and the
+`%%gpulens` line, so the body starts at line 2; `--cell N` (the cell's place in its notebook,
+from 1, which the editors pass when they add the line) names the cell in the report, else it is
+named by its execution count. The capture backend releases CUPTI and the
 line hooks in all cases; a cell that raises is still reported, then its exception is
 raised again so "run all" stops as it would without the magic. A line the magic cannot
 read raises IPython's UsageError, which stops "run all" too, and runs nothing.
@@ -17,7 +19,7 @@ import shlex
 from typing import Any, NoReturn
 
 MIME = "application/vnd.gpulens.profile+json"
-_USAGE = "usage: %%gpulens [--backend auto|cupti|torch|host]  |  %gpulens status"
+_USAGE = "usage: %%gpulens [--backend auto|cupti|torch|host] [--cell N]  |  %gpulens status"
 
 
 class _Parser(argparse.ArgumentParser):
@@ -27,10 +29,19 @@ class _Parser(argparse.ArgumentParser):
         raise ValueError(message)
 
 
+def _cell_number(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"--cell takes a cell's place from 1, not {text!r}")
+    return int(text)
+
+
 def parse_options(line: str) -> argparse.Namespace:
     """The `%%gpulens` line's options; ValueError says what is wrong with it."""
     parser = _Parser(prog="%%gpulens", add_help=False, exit_on_error=False)
     parser.add_argument("--backend", choices=("auto", "cupti", "torch", "host"), default="auto")
+    # where the cell stands in its notebook (from 1), for the report's header: the kernel
+    # knows only the execution count; the editors that add `%%gpulens` say which cell it is
+    parser.add_argument("--cell", type=_cell_number, default=None)
     try:
         return parser.parse_args(shlex.split(line))
     except argparse.ArgumentError as error:
@@ -38,9 +49,12 @@ def parse_options(line: str) -> argparse.Namespace:
 
 
 def profile_cell_in_kernel(
-    shell: Any, cell: str, backend: str = "auto"
+    shell: Any, cell: str, backend: str = "auto", place: int | None = None
 ) -> tuple[dict[str, Any], BaseException | None]:
-    """Runs `cell` in `shell.user_ns` under the profiler: (payload, the cell's exception)."""
+    """Runs `cell` in `shell.user_ns` under the profiler: (payload, the cell's exception).
+    `place`: where the cell stands in its notebook, from 1, when the caller knows."""
+    import datetime as dt
+
     from gpulens.profiler.attribution import attribute_records
     from gpulens.profiler.capture import profile_code
     from gpulens.profiler.report import build_payload
@@ -57,7 +71,8 @@ def profile_cell_in_kernel(
         attributed,
         source={
             "path": None,
-            "cell": number,
+            "cell": place,
+            "execution_count": number,
             "first_line": 2,
             "last_line": 1 + max(len(lines), 1),
         },
@@ -68,6 +83,7 @@ def profile_cell_in_kernel(
         error=capture.error,
         code=lines,
         timings=capture.timings,
+        time=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
     )
     return payload, capture.exception
 
@@ -80,9 +96,10 @@ def bundle(payload: dict[str, Any]) -> dict[str, Any]:
 
 def show_status() -> None:
     """`%gpulens status`: the status table of the GPUs as this kernel's interpreter sees them."""
-    from gpulens.device.status import format_status_table, shared_source
+    from gpulens.device.display import status_table
+    from gpulens.device.status import shared_source
 
-    print(format_status_table(shared_source().snapshot(wait_for_frameworks=True)))
+    print(status_table(shared_source().snapshot(wait_for_frameworks=True)))
 
 
 def _make_magics() -> Any:
@@ -107,7 +124,9 @@ def _make_magics() -> Any:
                 raise UsageError(f"{error}; the cell did not run. {_USAGE}") from None
             from IPython.display import display
 
-            payload, raised = profile_cell_in_kernel(self.shell, cell, options.backend)
+            payload, raised = profile_cell_in_kernel(
+                self.shell, cell, options.backend, options.cell
+            )
             display(bundle(payload), raw=True)
             if raised is not None:
                 raise raised

@@ -7,6 +7,7 @@ go to test-artifacts/lab-*.png.
 
 from __future__ import annotations
 
+import datetime as dt
 import gzip
 import json
 import re
@@ -18,7 +19,11 @@ from typing import Any
 
 import pytest
 
-from gpulens.profiler.report import format_line_costs, format_line_details
+from gpulens.device.nvml import NvmlMonitor
+from gpulens.device.recorded import RecordedBackend, load_snapshot
+from gpulens.device.status import build_status
+from gpulens.profiler.display import annotate
+from gpulens.profiler.schema import SCHEMA
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "labextension" / "ui-tests"))
 from lab_harness import (
@@ -123,8 +128,9 @@ def cost_of_line(target: Any, line: int) -> Any:
 
 
 def cell_payload(page: Any, index: int) -> dict[str, Any]:
-    """The profile payload among the outputs of the notebook's cell `index`."""
-    payload = page.evaluate(
+    """The profile payload among the outputs of the notebook's cell `index`, once there (the
+    kernel's output and its reply travel on two channels: either may come first)."""
+    handle = page.wait_for_function(
         """([i, mime]) => {
           const outputs = window.jupyterapp.shell.currentWidget.content.widgets[i].model.outputs;
           for (let j = outputs.length - 1; j >= 0; j--) {
@@ -133,28 +139,25 @@ def cell_payload(page: Any, index: int) -> dict[str, Any]:
           }
           return null;
         }""",
-        [index, MIME],
+        arg=[index, MIME],
     )
+    payload = handle.json_value()
     assert payload, f"cell {index} shows no profile payload"
     return payload
 
 
-def drawn_lines(payload: dict[str, Any]) -> list[dict[str, Any]]:
-    """The payload's lines the lab annotates: those that ran or launched kernels."""
-    return [line for line in payload["lines"] if line["hits"] or line["kernels"]["count"]]
-
-
 def assert_labels(target: Any, payload: dict[str, Any]) -> None:
-    """Every drawn line reads `format_line_costs` of its payload line, word for word."""
+    """Every line of the payload is drawn, reading its `label` word for word, and no other."""
     first = payload["source"]["first_line"]
-    for line in drawn_lines(payload):
+    for line in payload["lines"]:
         number = line["line"] - first + 1
-        assert cost_of_line(target, number).inner_text() == format_line_costs(line), number
+        assert cost_of_line(target, number).inner_text() == line["label"], number
+    assert target.locator(".gpulens-cost").count() == len(payload["lines"])
 
 
 def hover_fragments(markdown: str) -> list[str]:
-    """What a reader sees of `format_line_details`' Markdown: each row's text without its
-    markup (bullets, `**`, code-span backticks, escapes), each table cell on its own."""
+    """What a reader sees of a hover's Markdown: each row's text without its markup
+    (bullets, `**`, code-span backticks, escapes), each table cell on its own."""
     out = []
     for row in markdown.splitlines():
         if not row or set(row) <= set("|-: "):
@@ -166,12 +169,17 @@ def hover_fragments(markdown: str) -> list[str]:
     return out
 
 
-def assert_hover(page: Any, line: dict[str, Any], backend: str) -> None:
+def assert_hover(page: Any, line: dict[str, Any]) -> None:
+    """The hover shows the line's `hover` Markdown, rendered: every row's words are there."""
     hover = page.locator("body > .gpulens-cost-hover")
     hover.wait_for(state="visible")
+    page.wait_for_function(
+        "() => (document.querySelector('body > .gpulens-cost-hover') || {}).innerText",
+    )
     text = hover.inner_text()
-    for fragment in hover_fragments(format_line_details(line, backend)):
+    for fragment in hover_fragments(line["hover"]):
         assert fragment in text, (fragment, text)
+    assert "**" not in text and "\\" not in text  # Markdown, rendered
 
 
 def cell_source(page: Any, index: int) -> str:
@@ -212,49 +220,25 @@ def test_status_item_explains_a_missing_server_extension(page: Any, lab: Lab) ->
     assert "jupyter server extension enable gpulens.jupyter" in title
 
 
-GIB = 1024**3
-GPU_STATUS = {
-    "schema": "gpulens.status/1",
-    "time": "2026-11-22T00:00:00Z",
-    "available": True,
-    "reason": None,
-    "driver_version": "580.159.04",
-    "cuda_driver_version": "13.0",
-    "gpus": [
-        {
-            "index": 0,
-            "uuid": "GPU-0",
-            "name": "NVIDIA H100 80GB HBM3",
-            "utilization_pct": 37,
-            "memory_used_bytes": int(12.3 * GIB),
-            "memory_total_bytes": int(79.6 * GIB),
-            "temperature_c": 45,
-            "power_w": 72.5,
-            "power_limit_w": 700,
-            "sm_clock_mhz": 1980,
-            "visible": True,
-            "a_field_from_the_future": {"x": 1},
-            "processes": [
-                {
-                    "pid": 4242,
-                    "name": "python",
-                    "used_memory_bytes": 2 * GIB,
-                    "kernel": {"id": "k-1", "name": "python3"},
-                },
-                {"pid": 99, "name": "other-job", "used_memory_bytes": GIB},
-            ],
-        }
-    ],
-    "cuda_visible_devices": None,
-    "frameworks": {
-        "torch": {"version": "2.11.0", "cuda": True, "device_count": 1, "devices": ["cuda:0"]}
-    },
-}
+NVML = REPO / "tests" / "fixtures" / "nvml"
+
+
+def recorded_status() -> dict[str, Any]:
+    """The status payload of the two-H200 machine under load, as the server makes it from
+    NVML answers and framework reports recorded there."""
+    reading = NvmlMonitor(RecordedBackend(load_snapshot(NVML / "h200x2.json", "loaded"))).read()
+    frameworks = json.loads((NVML / "doctor-h200x2.json").read_text())["status"]["frameworks"]
+    return build_status(reading, frameworks, None, dt.datetime(2026, 11, 22, tzinfo=dt.UTC))
+
+
+GPU_STATUS = recorded_status()
 
 
 def test_status_item_draws_a_gpu_and_its_popup(page: Any, lab: Lab) -> None:
-    """The server's answer on a GPU machine, replayed: the item, the processes, the history."""
+    """The server's answer on a GPU machine, replayed: the item, every GPU with its
+    processes, the frameworks, the history; every word as the payload has it."""
     body = json.dumps(GPU_STATUS)
+    shown = GPU_STATUS["display"]
     page.route(
         "**/gpulens/status*",
         lambda route: route.fulfill(status=200, body=body, content_type="application/json"),
@@ -262,20 +246,26 @@ def test_status_item_draws_a_gpu_and_its_popup(page: Any, lab: Lab) -> None:
     page.goto(lab.page_url())
     item = page.locator(".gpulens-status")
     page.wait_for_function(
-        "() => (document.querySelector('.gpulens-status') || {}).textContent"
-        " === 'H100 · 37% · 12.3/80 GB · 45°C'"
+        "text => (document.querySelector('.gpulens-status') || {}).textContent === text",
+        arg=shown["text"],
     )
+    assert shown["text"] == "H200 · 99% · 2.5/140.4 GiB · 56°C (+1)"
+    assert item.get_attribute("title") == shown["title"]
     page.wait_for_timeout(4500)  # a few samples for the sparklines
     item.click()
     popup = page.locator(".gpulens-popup")
     popup.wait_for()
     text = popup.inner_text()
-    assert "GPU 0: NVIDIA H100 80GB HBM3" in text
-    assert "driver 580.159.04" in text
-    assert "torch 2.11.0 · cuda:0" in text
-    own = popup.locator(".gpulens-own-kernel")
-    assert own.count() == 1
-    assert "4242" in own.inner_text() and "kernel python3" in own.inner_text()
+    expected = [shown["heading"], shown["facts"], shown["frameworks"]["heading"]]
+    expected += shown["frameworks"]["lines"]
+    for gpu in shown["gpus"]:
+        expected += [gpu["heading"], gpu["line"]]
+        expected += [cell for row in gpu["processes"] for cell in row]
+    for words in expected:
+        assert words in text, words
+    sections = popup.locator(".gpulens-gpu")
+    assert sections.count() == len(shown["gpus"]) == 2
+    assert sections.nth(1).locator(".gpulens-processes tr").count() == 1
     points = popup.locator(".gpulens-sparkline polyline").first.get_attribute("points")
     assert len(points.split()) >= 3
     shot(page, "status-gpu")
@@ -290,7 +280,7 @@ def test_status_polls_every_two_seconds_and_rests_while_hidden(page: Any, lab: L
 
     page.route("**/gpulens/status*", answer)
     page.goto(lab.page_url())
-    page.locator(".gpulens-status").filter(has_text="H100").wait_for()
+    page.locator(".gpulens-status").filter(has_text="H200").wait_for()
     page.wait_for_timeout(6500)
     visible = len(calls)
     assert 3 <= visible <= 6, calls
@@ -332,17 +322,19 @@ def test_profile_cell_draws_host_costs_beside_the_lines_that_ran(page: Any, lab:
     assert cost_of_line(target, 3).get_attribute("data-hits") == "300"
     line3 = target.locator(".cm-line").filter(has=page.locator(".gpulens-cost[data-line='3']"))
     assert "total += step * step" in line3.inner_text()
-    # the output shows the cell's own print and the summary table
+    # the output shows the cell's own print and the summary table, whose header names the
+    # cell by its place in the notebook (the second), not by its execution count
     output = target.locator(".jp-OutputArea").inner_text()
     assert "done" in output
-    assert "gpulens profile" in output
-    assert "backend host" in output
+    assert payload["display"]["header"].startswith("gpulens profile · cell 2 (lines 2–5) · ")
+    assert payload["display"]["header"] in output
+    assert "host backend" in output
     # one execution count, as a normal run gives
     assert target.locator(".jp-InputPrompt").inner_text().strip() == "[1]:"
 
     cost_of_line(target, 3).hover()
     loop_line = next(line for line in payload["lines"] if line["line"] == 4)
-    assert_hover(page, loop_line, payload["backend"])
+    assert_hover(page, loop_line)
     assert "ran 300 times" in page.locator("body > .gpulens-cost-hover").inner_text()
     shot(page, "hover")
 
@@ -394,7 +386,7 @@ def test_raising_cell_shows_its_traceback_and_costs_and_the_kernel_lives_on(
     # the lines that ran are annotated, including the one that raised
     payload = cell_payload(page, 0)
     assert_labels(target, payload)
-    assert {line["line"] for line in drawn_lines(payload)} >= {4, 5}
+    assert {line["line"] for line in payload["lines"]} >= {4, 5}
     assert cost_of_line(target, 3).inner_text().startswith("5 hits · ")
     assert "gpulens profile" in target.locator(".jp-OutputArea").inner_text()
     shot(page, "error")
@@ -406,16 +398,11 @@ def test_raising_cell_shows_its_traceback_and_costs_and_the_kernel_lives_on(
 
 # -- a GPU payload, drawn --------------------------------------------------------------------
 def gpu_payload() -> tuple[dict[str, Any], str]:
-    """A cupti-backend notebook payload: one recorded on the device machine if there is one
-    (tests/fixtures/profiler/*.profile.json), else built from a recorded H200 capture."""
+    """A cupti-backend notebook payload recorded on the device machine
+    (tests/fixtures/profiler/*.profile.json), with its words as the Python side writes them."""
     recorded = sorted(PROFILER_FIXTURES.glob("*.profile.json"))
-    if recorded:
-        payload = json.loads(recorded[0].read_text())
-    else:
-        sys.path.insert(0, str(REPO / "labextension" / "tests"))
-        from make_fixtures import notebook_payload
-
-        payload = notebook_payload("train_step")
+    assert recorded, "no notebook payload recorded in tests/fixtures/profiler"
+    payload = annotate(json.loads(recorded[0].read_text()))
     assert payload["backend"] in ("cupti", "torch")
     return payload, "\n".join(payload["code"])
 
@@ -440,7 +427,7 @@ def test_a_saved_gpu_profile_is_drawn_with_kernels_and_syncs(page: Any, lab: Lab
     cost.wait_for()
     # every line's label is the Python side's wording ("1.4k kernels · 8.4 ms GPU · …")
     assert_labels(target, payload)
-    assert cost.inner_text() == format_line_costs(busiest)
+    assert cost.inner_text() == busiest["label"]
     assert " kernels · " in cost.inner_text()
     code_line = payload["code"][busiest["line"] - first]
     drawn_on = target.locator(".cm-line").filter(
@@ -452,7 +439,7 @@ def test_a_saved_gpu_profile_is_drawn_with_kernels_and_syncs(page: Any, lab: Lab
     for entry in synced:
         assert "⏸" in cost_of_line(target, entry["line"] - first + 1).inner_text()
     cost.hover()
-    assert_hover(page, busiest, payload["backend"])
+    assert_hover(page, busiest)
     hover = page.locator("body > .gpulens-cost-hover")
     top = busiest["kernels"]["top"][0]["name"]
     assert top[:40] in hover.inner_text()
@@ -463,12 +450,14 @@ def test_a_saved_gpu_profile_is_drawn_with_kernels_and_syncs(page: Any, lab: Lab
 
 
 def test_fixture_payloads_are_notebook_payloads() -> None:
-    """A payload recorded for the drawing test must be what the magic displays."""
+    """A payload recorded for the drawing test must be what the magic displays, read as
+    today's payload (one recorded before `/2` named a notebook cell by its run count)."""
     for path in sorted(PROFILER_FIXTURES.glob("*.profile.json")) + sorted(
         PROFILER_FIXTURES.glob("*.profile.json.gz")
     ):
         opener = gzip.open if path.suffix == ".gz" else open
         with opener(path, "rt") as handle:
-            payload = json.load(handle)
-        assert payload["schema"] == "gpulens.profile/1", path
+            payload = annotate(json.load(handle))
+        assert payload["schema"] == SCHEMA, path
         assert payload["source"]["first_line"] == 2, path
+        assert payload["source"]["path"] is None and payload["source"]["execution_count"], path

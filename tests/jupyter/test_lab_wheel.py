@@ -221,7 +221,7 @@ def test_installed_lab_has_the_status_item_and_the_profile_command(
     cost = cell.locator(".gpulens-cost[data-line='3']")
     cost.wait_for()
     # the body of the loop ran 40 times: the host backend's label, in the report's wording
-    # (`format_line_costs`: "40 hits · 12 µs host")
+    # (its `label`: "40 hits · 12 µs host")
     label = cost.inner_text()
     assert label.startswith("40 hits · "), label
     assert label.endswith(" host"), label

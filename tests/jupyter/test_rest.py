@@ -146,7 +146,7 @@ def test_status_answers_the_payload_with_the_token(server: Server) -> None:
     assert reply.status_code == 200
     assert reply.headers["Content-Type"].startswith("application/json")
     payload = reply.json()
-    assert payload["schema"] == "gpulens.status/1"
+    assert payload["schema"] == "gpulens.status/2"
     assert payload["frameworks_state"] == "ready"
     if not payload["available"]:  # this machine has no driver: the reason must say so
         assert "NVIDIA driver" in payload["reason"]
@@ -158,7 +158,7 @@ def test_doctor_answers_findings_with_the_token(server: Server) -> None:
     report = reply.json()
     assert report["schema"] == "gpulens.doctor/1"
     assert report["smoke"] is None
-    assert report["status"]["schema"] == "gpulens.status/1"
+    assert report["status"]["schema"] == "gpulens.status/2"
     codes = {finding["code"] for finding in report["findings"]}
     if not report["status"]["available"]:
         assert "no-gpu" in codes

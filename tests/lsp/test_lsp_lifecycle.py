@@ -74,7 +74,7 @@ def test_status_request_without_params_is_answered() -> None:
         server.send({"id": "status", "method": "gpulens/status"})
         answer = server.collect(lambda m: m.get("id") == "status")[-1]
         assert "error" not in answer, answer
-        assert answer["result"]["schema"] == "gpulens.status/1"
+        assert answer["result"]["schema"] == "gpulens.status/2"
     finally:
         server.close()
 

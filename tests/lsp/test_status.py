@@ -85,7 +85,7 @@ async def _wait_for(client: StatusClient, predicate, timeout_s: float = TIMEOUT_
 
 
 def _assert_payload_says_no_gpu(payload: dict[str, Any]) -> None:
-    assert payload["schema"] == "gpulens.status/1"
+    assert payload["schema"] == "gpulens.status/2"
     dt.datetime.fromisoformat(payload["time"])
     if payload["available"]:  # pragma: no cover - only on a machine with a GPU
         assert payload["gpus"]
@@ -151,7 +151,7 @@ async def test_requests_are_answered_while_polling_fast(full: StatusClient) -> N
         start = time.perf_counter()
         result = plain(await full.protocol.send_request_async(STATUS_METHOD, None))
         timings.append(time.perf_counter() - start)
-        assert result["schema"] == "gpulens.status/1"
+        assert result["schema"] == "gpulens.status/2"
     assert max(timings) < 1.0, timings
 
 

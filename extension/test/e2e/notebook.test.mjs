@@ -64,14 +64,13 @@ print("null")
   );
 }
 
-/** What each profiled line shows, as `format_line_costs` writes it, by line number. */
-function expectedCosts(payload) {
+/** A profile recorded on an H200, with its words as the Python side writes them today. */
+function annotated(payload) {
   return python(
     `
 import json, sys
-from gpulens.profiler.report import format_line_costs
-payload = json.load(sys.stdin)
-print(json.dumps({str(l["line"]): format_line_costs(l) for l in payload["lines"]}))
+from gpulens.profiler.display import annotate
+print(json.dumps(annotate(json.load(sys.stdin))))
 `,
     payload,
   );
@@ -124,7 +123,7 @@ before(() => {
 
 describe('notebook without the Jupyter extension', () => {
   let vscode;
-  const payload = JSON.parse(readFileSync(PROFILE, 'utf8'));
+  const payload = annotated(JSON.parse(readFileSync(PROFILE, 'utf8')));
   before(async () => {
     vscode = await startVSCode(entry, {
       name: 'notebook',
@@ -226,7 +225,7 @@ describe('notebook without the Jupyter extension', () => {
 
   it('draws a saved %%gpulens output with its renderer: the per-line table', async () => {
     const { page } = vscode;
-    const costs = expectedCosts(payload);
+    const table = payload.display.table;
     await page.keyboard.press('Control+J'); // hide the panel: room for the output
     await openNotebook(page, 'profiled.ipynb', 1);
     // the output lives in the notebook's webview (an iframe inside an iframe)
@@ -250,17 +249,16 @@ describe('notebook without the Jupyter extension', () => {
     }
     assert.ok(rows, 'the gpulens renderer drew a table in the output');
     log(`renderer: ${rows.summary}; ${rows.body.length} rows`);
-    assert.deepEqual(rows.head, ['line', 'share', 'host', 'costs', 'source']);
-    // one row per line of the cell after `%%gpulens` (line 2 on), with what Python writes
-    const first = payload.source.first_line;
+    assert.equal(rows.summary, payload.display.header);
+    // the table as Python laid it out: its columns, and one row per line of the cell after
+    // `%%gpulens` (line 2 on), every cell as Python wrote it
+    assert.deepEqual(rows.head, table.columns.map((c) => c.title));
+    assert.deepEqual(rows.body, table.rows.map((r) => r.cells));
     assert.equal(rows.body.length, payload.code.length);
-    for (const [i, [number, , , text, source]] of rows.body.entries()) {
-      assert.equal(Number(number), first + i);
-      assert.equal(text, costs[number] ?? '', `costs of line ${number}`);
-      assert.equal(source, payload.code[i]);
-    }
+    assert.deepEqual(rows.body.map((r) => r.at(-1)), payload.code);
     // the kernel counts by line, as the payload holds them: 1.4k on the forward, 2.4k on backward
-    const kernels = Object.fromEntries(rows.body.map(([n, , , text]) => [n, /(\S+) kernels?/.exec(text)?.[1] ?? null]));
+    const gpu = table.columns.findIndex((c) => c.title === 'GPU work');
+    const kernels = Object.fromEntries(rows.body.map((r) => [r[0], /(\S+) kernels?/.exec(r[gpu])?.[1] ?? null]));
     assert.deepEqual(
       Object.fromEntries(Object.entries(kernels).filter(([, k]) => k)),
       { 5: '1.4k', 7: '2.4k', 8: '200' },

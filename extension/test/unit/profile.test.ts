@@ -1,20 +1,6 @@
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import {
-  deviceSeconds,
-  editorLine,
-  HEAT_LEVELS,
-  heatAlpha,
-  heatBasis,
-  heatLevel,
-  lineShares,
-  profileSummary,
-  parseProfile,
-  type Profile,
-} from '../../src/core/profile';
-
-const fixture = (name: string): unknown => JSON.parse(readFileSync(join(__dirname, 'fixtures', name), 'utf8'));
+import { HEAT_LEVELS, editorLine, heatAlpha, heatLevel, lineMarks, parseProfile, type Profile } from '../../src/core/profile';
+import { payload, payloads, type Json } from './payloads';
 
 function parsed(raw: unknown): Profile {
   const result = parseProfile(raw);
@@ -22,81 +8,84 @@ function parsed(raw: unknown): Profile {
   return result.value;
 }
 
-describe('heat scale', () => {
-  it('is 0 for no time and rounds any cost up to a visible level', () => {
-    expect(heatLevel(0)).toBe(0);
-    expect(heatLevel(Number.NaN)).toBe(0);
-    expect(heatLevel(0.0001)).toBe(1);
-    expect(heatLevel(0.5)).toBe(HEAT_LEVELS / 2);
-    expect(heatLevel(1)).toBe(HEAT_LEVELS);
-    expect(heatLevel(3)).toBe(HEAT_LEVELS);
+describe('every profile payload the server makes, as the editor draws it', () => {
+  const all = payloads('profile');
+
+  it('has recorded GPU captures, notebook payloads, a host run and failed runs', () => {
+    const names = all.map(([name]) => name);
+    expect(names.filter((n) => n.startsWith('profile-recorded-')).length).toBeGreaterThan(0);
+    for (const name of ['profile-train_step', 'profile-notebook-train_step', 'profile-host', 'profile-failed-Timeout']) {
+      expect(names).toContain(name);
+    }
   });
 
-  it('gets stronger with the level', () => {
+  it.each(all)('%s: each line drawn with its label, hover and heat', (_name, raw: Json) => {
+    const marks = lineMarks(parsed(raw), 0, Number.MAX_SAFE_INTEGER);
+    expect(marks.map((m) => [m.at + 1, m.label, m.hover, m.heat])).toEqual(
+      raw.lines.map((line: Json) => [line.line, line.label, line.hover, line.heat]),
+    );
+    for (const mark of marks) expect(mark.level).toBe(heatLevel(mark.heat));
+  });
+
+  it.each(all)('%s: the run\'s words and table as the server wrote them', (_name, raw: Json) => {
+    const profile = parsed(raw);
+    const display = raw.display;
+    expect(profile.header).toBe(display.header);
+    expect(profile.summary).toBe(display.summary);
+    expect(profile.recorded).toBe(display.recorded ?? undefined);
+    expect(profile.message).toBe(display.message ?? undefined);
+    expect(profile.level).toBe(display.level ?? undefined);
+    expect(profile.notes).toEqual(display.notes);
+    expect(profile.columns).toEqual(display.table.columns);
+    expect(profile.rows).toEqual(display.table.rows);
+    expect(profile.legend).toBe(display.table.legend);
+  });
+});
+
+describe('drawing', () => {
+  it('tints the hottest line fully and a cold line not at all', () => {
+    const profile = parsed(payload('profile-train_step'));
+    const levels = lineMarks(profile, 0, 1000).map((m) => m.level);
+    expect(Math.max(...levels)).toBe(HEAT_LEVELS);
+    expect(Math.min(...levels)).toBe(0);
+  });
+
+  it('has a heat scale from none to strong, and any heat is visible', () => {
+    expect([0, Number.NaN, 0.0001, 0.5, 1, 3].map(heatLevel)).toEqual([0, 0, 1, HEAT_LEVELS / 2, HEAT_LEVELS, HEAT_LEVELS]);
     expect(heatAlpha(0)).toBe(0);
     for (let level = 1; level < HEAT_LEVELS; level += 1) expect(heatAlpha(level + 1)).toBeGreaterThan(heatAlpha(level));
     expect(heatAlpha(HEAT_LEVELS)).toBeLessThanOrEqual(0.5);
   });
 
-  it('scales GPU cells by GPU time: the forward and backward lines are hottest', () => {
-    const profile = parsed(fixture('profile-train_step.json'));
-    expect(heatBasis(profile)).toBe('gpu');
-    const shares = lineShares(profile);
-    const sum = [...shares.values()].reduce((a, b) => a + b, 0);
-    expect(sum).toBeCloseTo(1, 6);
-    expect(shares.get(1)).toBe(0);
-    expect(Math.max(...shares.values())).toBe(shares.get(3));
-    expect(shares.get(4)).toBeGreaterThan(0.3);
-  });
-
-  it('counts copies as GPU time', () => {
-    const profile = parsed(fixture('profile-big_copies.json'));
-    expect(heatBasis(profile)).toBe('gpu');
-    expect(profile.lines.some((l) => deviceSeconds(l) > 0 && l.kernelCount === 0)).toBe(true);
-  });
-
-  it('falls back to host time for a cell that used no GPU', () => {
-    const profile = parsed(fixture('profile-host.json'));
-    expect(profile.backend).toBe('host');
-    expect(heatBasis(profile)).toBe('host');
-    const shares = lineShares(profile);
-    const hottest = [...shares.entries()].sort((a, b) => b[1] - a[1])[0][0];
-    expect([10, 11]).toContain(hottest);
+  it('maps payload lines onto the editor, under an added %%gpulens line too, and drops lines outside it', () => {
+    expect(editorLine(9, 0)).toBe(8);
+    expect(editorLine(2, 1)).toBe(0);
+    const notebook = parsed(payload('profile-notebook-train_step'));
+    const marks = lineMarks(notebook, 1, 3);
+    expect(marks.map((m) => m.at)).toEqual([0, 1, 2]);
+    expect(marks[0]!.label).toBe(notebook.lines[0]!.label);
   });
 });
 
 describe('parsing', () => {
-  it('ignores unknown fields (the fixtures carry one) and keeps the lines', () => {
-    const profile = parsed(fixture('profile-train_step.json'));
-    expect(profile.lines.map((l) => l.line)).toEqual([1, 2, 3, 4, 5, 6]);
-    expect(profile.backend).toBe('cupti');
+  const train = payload('profile-train_step');
+
+  it('ignores fields it does not know and drops lines without a number', () => {
+    const raw = { ...train, brand_new: 1, lines: [{ ...train.lines[0], extra: {} }, { label: 'no line' }, 'junk'] };
+    expect(parsed(raw).lines).toHaveLength(1);
   });
 
-  it('reads a payload with missing blocks as zeros', () => {
-    const profile = parsed({ schema: 'gpulens.profile/1', lines: [{ line: 3, hits: 2 }, { hits: 1 }, 'junk'] });
-    expect(profile.lines).toHaveLength(1);
-    expect(profile.lines[0].kernelCount).toBe(0);
-    expect(deviceSeconds(profile.lines[0])).toBe(0);
-    expect(profile.gpuNames).toEqual([]);
-    expect(lineShares(profile).get(3)).toBe(0);
+  it('reads a failed run: no lines, its message and how loud it is', () => {
+    const failed = parsed(payload('profile-failed-ZeroDivisionError'));
+    expect(failed.lines).toEqual([]);
+    expect(failed.level).toBe('error');
+    expect(failed.message).toContain('ZeroDivisionError');
+    expect(failed.error).toEqual({ type: 'ZeroDivisionError' });
   });
 
-  it('reads a failed run: error object, no lines', () => {
-    const profile = parsed({ schema: 'gpulens.profile/1', backend: 'none', lines: [], error: { type: 'TimeoutError', message: 'stopped after 5 s', line: null } });
-    expect(profile.error).toEqual({ type: 'TimeoutError', message: 'stopped after 5 s', line: undefined });
-  });
-
-  it('refuses another major schema', () => {
-    expect(parseProfile({ schema: 'gpulens.profile/2' }).ok).toBe(false);
+  it('refuses another major schema and what is not an object', () => {
+    expect(parseProfile({ ...train, schema: 'gpulens.profile/1' }).ok).toBe(false);
+    expect(parseProfile({ ...train, schema: 'gpulens.profile/2.1' }).ok).toBe(true);
     expect(parseProfile('x').ok).toBe(false);
-  });
-
-  it('sums up a run in one line', () => {
-    expect(profileSummary(parsed(fixture('profile-train_step.json')))).toMatch(/^cell: \S+ (ms|s) wall · \S+ (ms|µs) on the GPU · backend cupti$/);
-  });
-
-  it('maps payload lines onto editor lines, with the added %%gpulens line', () => {
-    expect(editorLine(9, 0)).toBe(8);
-    expect(editorLine(2, 1)).toBe(0);
   });
 });

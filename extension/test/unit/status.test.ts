@@ -1,17 +1,6 @@
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import {
-  deviceChoices,
-  needsWarning,
-  parseStatus,
-  shortGpuName,
-  statusText,
-  statusTooltip,
-  type DeviceStatus,
-} from '../../src/core/status';
-
-const fixture = (name: string): unknown => JSON.parse(readFileSync(join(__dirname, 'fixtures', name), 'utf8'));
+import { drawStatusBar, parseStatus, statusFor, type DeviceStatus } from '../../src/core/status';
+import { payload, payloads, type Json } from './payloads';
 
 function parsed(raw: unknown): DeviceStatus {
   const result = parseStatus(raw);
@@ -19,136 +8,80 @@ function parsed(raw: unknown): DeviceStatus {
   return result.value;
 }
 
-const GIB = 1024 ** 3;
-const h100 = {
-  schema: 'gpulens.status/1',
-  available: true,
-  reason: null,
-  driver_version: '580.159.04',
-  cuda_driver_version: '13.0',
-  gpus: [
-    {
-      index: 0,
-      name: 'NVIDIA H100 80GB HBM3',
-      utilization_pct: 37,
-      memory_used_bytes: 12.3 * GIB,
-      memory_total_bytes: 80 * GIB,
-      temperature_c: 45,
-      processes: [{ pid: 4242, name: 'python', used_memory_bytes: 12 * GIB }],
-    },
-  ],
-  frameworks: {},
-};
+describe('every status payload the server makes, as the status bar draws it', () => {
+  const all = payloads('status');
 
-describe('status text', () => {
-  it('shows one GPU as name, utilisation, memory and temperature', () => {
-    expect(statusText(parsed(h100))).toBe('$(chip) H100 · 37% · 12.3/80 GB · 45°C');
+  it('has the machines and cases the clients must draw', () => {
+    const names = all.map(([name]) => name);
+    for (const name of ['status-cpu-only', 'status-h200x2', 'status-h200x1', 'status-lost', 'status-mps']) {
+      expect(names).toContain(name);
+    }
   });
 
-  it('shows CPU only when no GPU is available', () => {
-    const status = parsed(fixture('status-cpu-only.json'));
-    expect(status.available).toBe(false);
-    expect(statusText(status)).toBe('$(circle-slash) CPU only');
+  it.each(all)('%s: the text, icon, warning and tooltip are the server\'s', (_name, raw: Json) => {
+    const display = raw.display;
+    const drawn = drawStatusBar(parsed(raw));
+    const icon = { gpu: '$(chip)', cpu: '$(circle-slash)', lost: '$(warning)' }[display.icon as string];
+    expect(drawn.text).toBe(`${icon} ${display.text}`);
+    expect(drawn.warning).toBe(display.warning);
+    expect(drawn.tooltip.startsWith(display.tooltip)).toBe(true);
   });
 
-  it('shows the selected GPU of several, plus how many others', () => {
-    const status = parsed(fixture('status-h200x2.json'));
-    expect(statusText(status)).toBe('$(chip) H200 · 0% · 0.6/140.4 GB · 36°C (+1)');
-    expect(statusText(status, 'cuda:1')).toBe('$(chip) H200 · 0% · 0.6/140.4 GB · 37°C (+1)');
-    expect(statusText(status, 'cpu')).toBe('$(chip) cpu · 2 GPUs idle');
-  });
-
-  it('numbers GPUs as CUDA sees them when CUDA_VISIBLE_DEVICES hides some', () => {
-    const raw = structuredClone(fixture('status-h200x2.json')) as { gpus: Array<Record<string, unknown>> };
-    raw.gpus[0].visible = false;
-    raw.gpus[0].cuda_device = null;
-    raw.gpus[1].cuda_device = 'cuda:0';
+  it.each(all)('%s: each device choice, and the bar while it is chosen', (_name, raw: Json) => {
     const status = parsed(raw);
-    expect(statusText(status)).toBe('$(chip) H200 · 0% · 0.6/140.4 GB · 37°C');
-    expect(deviceChoices(status).map((c) => c.device)).toEqual(['cuda:0', 'cpu']);
-  });
-
-  it('shortens NVIDIA names to the model', () => {
-    expect(shortGpuName('NVIDIA H100 80GB HBM3')).toBe('H100');
-    expect(shortGpuName('NVIDIA A100-SXM4-80GB')).toBe('A100');
-    expect(shortGpuName('NVIDIA GeForce RTX 4090')).toBe('RTX 4090');
-    expect(shortGpuName('NVIDIA H200')).toBe('H200');
-    expect(shortGpuName('Tesla T4')).toBe('T4');
+    expect(status.devices).toEqual(
+      raw.display.devices.map((choice: Json) => ({
+        device: choice.device,
+        label: choice.label,
+        description: choice.description,
+        detail: choice.detail,
+        text: choice.text,
+        icon: choice.icon,
+        warning: choice.warning,
+      })),
+    );
+    for (const choice of raw.display.devices) {
+      expect(drawStatusBar(status, choice.device).text.endsWith(` ${choice.text}`)).toBe(true);
+    }
   });
 });
 
-describe('memory warning', () => {
-  it('warns above 90 % of the shown GPU memory only', () => {
-    const full = structuredClone(h100);
-    full.gpus[0].memory_used_bytes = 0.91 * 80 * GIB;
-    expect(needsWarning(parsed(full))).toBe(true);
-    full.gpus[0].memory_used_bytes = 0.89 * 80 * GIB;
-    expect(needsWarning(parsed(full))).toBe(false);
-    expect(needsWarning(parsed(fixture('status-cpu-only.json')))).toBe(false);
+describe('choosing what to show', () => {
+  it('shows the chosen GPU of several, the first one CUDA sees when none is chosen', () => {
+    const status = parsed(payload('status-h200x2'));
+    expect(statusFor(status).text).toBe(status.text);
+    expect(statusFor(status, 'cuda').text).toBe(status.text);
+    expect(statusFor(status, 'cuda:1')).toMatchObject(status.devices.find((c) => c.device === 'cuda:1')!);
+    expect(statusFor(status, ' cpu ').text).toBe(status.devices.find((c) => c.device === 'cpu')!.text);
+    expect(statusFor(status, 'cuda:7').text).toBe(status.text); // not a device of this machine
   });
 
-  it('warns when the shown GPU is lost', () => {
-    const lost = structuredClone(h100) as unknown as { gpus: Array<Record<string, unknown>> };
-    lost.gpus[0].error = 'GPU is lost';
-    const status = parsed(lost);
-    expect(needsWarning(status)).toBe(true);
-    expect(statusText(status)).toBe('$(warning) H100 lost');
+  it('says CPU only, with the reason in the tooltip, where there is no GPU', () => {
+    const raw = payload('status-cpu-only');
+    const drawn = drawStatusBar(parsed(raw));
+    expect(drawn.text).toBe('$(circle-slash) CPU only');
+    expect(drawn.tooltip).toContain('No NVIDIA driver found');
   });
 });
 
 describe('parsing', () => {
-  it('ignores unknown fields and tolerates missing ones', () => {
-    const status = parsed({
-      schema: 'gpulens.status/1',
-      available: true,
-      something_new: { nested: [1, 2] },
-      gpus: [{ index: 0, name: 'NVIDIA L4', new_metric: 3 }],
-    });
-    expect(status.gpus).toHaveLength(1);
-    expect(status.gpus[0].utilizationPct).toBeUndefined();
-    expect(statusText(status)).toBe('$(chip) L4');
+  const status = payload('status-h200x2');
+
+  it('ignores fields it does not know', () => {
+    const raw = { ...status, something_new: [1], display: { ...status.display, also_new: { a: 1 } } };
+    expect(parsed(raw).text).toBe(status.display.text);
   });
 
-  it('reads a payload without a gpus list as no GPU', () => {
-    const status = parsed({ schema: 'gpulens.status/1', available: true });
-    expect(status.gpus).toEqual([]);
-    expect(statusText(status)).toBe('$(circle-slash) CPU only');
-    expect(deviceChoices(status).map((c) => c.device)).toEqual(['cpu']);
+  it('reads a payload whose display block is missing or broken as empty, not as an error', () => {
+    expect(parsed({ schema: 'gpulens.status/2' })).toEqual({ text: '', icon: 'gpu', warning: false, tooltip: '', devices: [] });
+    expect(parsed({ schema: 'gpulens.status/2', display: { devices: ['x', { label: 'no device' }] } }).devices).toEqual([]);
   });
 
-  it('refuses another major schema and what is not an object', () => {
-    expect(parseStatus({ schema: 'gpulens.status/2', gpus: [] }).ok).toBe(false);
+  it('refuses another major schema, no schema, and what is not an object', () => {
+    expect(parseStatus({ ...status, schema: 'gpulens.status/1' }).ok).toBe(false);
+    expect(parseStatus({ ...status, schema: undefined }).ok).toBe(false);
+    expect(parseStatus({ ...status, schema: 'gpulens.status/2.3' }).ok).toBe(true);
     expect(parseStatus([1, 2]).ok).toBe(false);
     expect(parseStatus(null).ok).toBe(false);
-    expect(parseStatus({ schema: 'gpulens.status/1.3', gpus: [] }).ok).toBe(true);
-  });
-
-  it('reads wrong types as absent, not as numbers', () => {
-    const status = parsed({ schema: 'gpulens.status/1', available: true, gpus: [{ index: 0, name: 'X', utilization_pct: '37', temperature_c: null }] });
-    expect(status.gpus[0].utilizationPct).toBeUndefined();
-    expect(status.gpus[0].temperatureC).toBeUndefined();
-  });
-});
-
-describe('tooltip', () => {
-  it('lists every GPU, the processes, the driver and the frameworks', () => {
-    const status = parsed(fixture('status-h200x2.json'));
-    const tip = statusTooltip(status);
-    expect(tip).toContain('NVIDIA driver 580\\.159\\.04');
-    expect(tip.match(/^\| \**cuda:\d/gm)).toHaveLength(2);
-    expect(tip).toContain('torch 2\\.11\\.0\\+cu130: cuda:0, cuda:1 · CUDA 13.0');
-    const withProcess = statusTooltip(parsed(h100));
-    expect(withProcess).toContain('python (pid 4242)');
-  });
-
-  it('gives the reason when there is no GPU', () => {
-    const tip = statusTooltip(parsed(fixture('status-cpu-only.json')));
-    expect(tip).toMatch(/^\*\*CPU only\*\* — No NVIDIA driver found/);
-  });
-
-  it('escapes markdown in names so a table cannot break', () => {
-    const raw = structuredClone(h100);
-    raw.gpus[0].name = 'NVIDIA X | *evil*';
-    expect(statusTooltip(parsed(raw))).toContain('NVIDIA X \\| \\*evil\\*');
   });
 });

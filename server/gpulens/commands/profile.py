@@ -1,4 +1,5 @@
-"""`gpulens profile FILE.py [--cell N | --line L] [--format text|json|html] [-o OUT] [-- ARGS]`."""
+"""`gpulens profile FILE.py [--cell N | --line L] [--format text|json|html] [-o OUT] [-- ARGS]`,
+and `gpulens profile --replay SAVED.json`: a saved profile shown again, nothing run."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import json
 import os
 import stat
 import sys
+from typing import Any
 
 from gpulens.commands._paths import not_regular, unreachable
 from gpulens.commands._usage import OneLineParser, interpreter, positive_seconds, whole_number
@@ -36,6 +38,12 @@ def _add_options(parser: argparse.ArgumentParser) -> None:
         type=whole_number(1, "a line number"),
         metavar="L",
         help="profile only the cell holding line L (from 1)",
+    )
+    parser.add_argument(
+        "--replay",
+        action="store_true",
+        help="FILE is a saved profile (--format json, or a %%%%gpulens output): show it "
+        "again, labelled as recorded; nothing runs",
     )
     parser.add_argument("--format", choices=("text", "json", "html"), default="text")
     parser.add_argument("-o", "--output", metavar="OUT", help="write the report here, not stdout")
@@ -69,7 +77,6 @@ def _write_output(chunk: bytes) -> None:
 def run(args: argparse.Namespace) -> int:
     import signal
 
-    from gpulens.profiler.report import render_html, render_text
     from gpulens.profiler.runner import (
         ProfileRequestError,
         StopRequest,
@@ -84,6 +91,13 @@ def run(args: argparse.Namespace) -> int:
         again = OneLineParser(prog="gpulens profile")
         _add_options(again)
         again.parse_args(options, namespace=args)
+    if args.replay:
+        problem = _replay_problem(args, script_args) or _output_problem(args.output)
+        saved = problem if problem is not None else _saved_payload(args.file)
+        if isinstance(saved, str):
+            print(f"gpulens profile: error: {saved}", file=sys.stderr)
+            return 2
+        return _report(args, saved, 1 if saved.get("error") else 0)
     problem = _file_problem(args.file) or _output_problem(args.output)
     if problem:
         print(f"gpulens profile: error: {problem}", file=sys.stderr)
@@ -110,6 +124,13 @@ def run(args: argparse.Namespace) -> int:
     status = 1 if payload.get("error") else 0
     if stop.reason is not None:
         status = 128 + signal.Signals[stop.reason].value  # what the shell expects
+    return _report(args, payload, status)
+
+
+def _report(args: argparse.Namespace, payload: dict[str, Any], status: int) -> int:
+    """Writes the payload as asked (stdout or -o); `status` unless the report is lost."""
+    from gpulens.profiler.report import render_html, render_text
+
     if args.format == "json":
         rendered = json.dumps(payload, indent=1) + "\n"
     elif args.format == "html":
@@ -136,17 +157,52 @@ def run(args: argparse.Namespace) -> int:
     return status
 
 
-def _file_problem(path: str) -> str | None:
+def _replay_problem(args: argparse.Namespace, script_args: list[str]) -> str | None:
+    ran_with = [
+        flag
+        for flag, given in (
+            ("--cell", args.cell is not None),
+            ("--line", args.line is not None),
+            ("--timeout", args.timeout is not None),
+            ("--python", args.python is not None),
+            ("--backend", args.backend != "auto"),
+            ("-- ARGS", bool(script_args)),
+        )
+        if given
+    ]
+    if ran_with:
+        return f"--replay shows a saved profile and runs nothing: drop {', '.join(ran_with)}"
+    return _file_problem(args.file, script=False)
+
+
+def _saved_payload(path: str) -> dict[str, Any] | str:
+    """The saved profile in `path`, with its words written anew; a string says what is wrong."""
+    from gpulens.profiler.display import annotate
+
+    try:
+        with open(path, encoding="utf-8") as handle:
+            payload = json.load(handle)
+    except (OSError, UnicodeDecodeError, ValueError) as error:
+        return f"cannot read {path} as a saved profile ({error}); save one with --format json"
+    if not isinstance(payload, dict) or not str(payload.get("schema", "")).startswith(
+        "gpulens.profile/"
+    ):
+        return f"{path} is not a gpulens profile (no gpulens.profile schema in it)"
+    return annotate(payload, recorded=True)
+
+
+def _file_problem(path: str, script: bool = True) -> str | None:
     """Why FILE cannot be run, before anything runs (a FIFO would block the read forever)."""
     try:
         mode = os.stat(path).st_mode
     except OSError as error:
         return unreachable(path, path, error)
+    what = "name the Python script to run" if script else "name the saved profile to show"
     if stat.S_ISDIR(mode):
-        return f"{path} is a folder; name the Python script to run"
+        return f"{path} is a folder; {what}"
     if not stat.S_ISREG(mode):
-        return not_regular(path, mode, "name the Python script to run")
-    if path.endswith(".ipynb"):
+        return not_regular(path, mode, what)
+    if script and path.endswith(".ipynb"):
         return (
             f"{path} is a notebook: `gpulens profile` runs Python scripts; in Jupyter, run "
             "`%load_ext gpulens` and start the cell with `%%gpulens`"

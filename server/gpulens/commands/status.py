@@ -16,7 +16,7 @@ _HOME, _CLEAR_BELOW, _CLEAR_SCREEN = "\x1b[H", "\x1b[J", "\x1b[2J"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--json", action="store_true", help="print the gpulens.status/1 payload")
+    parser.add_argument("--json", action="store_true", help="print the gpulens.status/2 payload")
     parser.add_argument(
         "--watch",
         type=positive_seconds,
@@ -32,8 +32,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from gpulens.device.display import status_table
     from gpulens.device.frameworks import FrameworkProbeCache
-    from gpulens.device.status import StatusSource, format_status_table
+    from gpulens.device.status import StatusSource
 
     source = StatusSource(probes=FrameworkProbeCache(args.python))
     out = sys.stdout
@@ -47,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
             if args.json:
                 text = json.dumps(payload, indent=None if args.watch else 2)
             else:
-                text = format_status_table(payload)
+                text = status_table(payload)
             if redraw:
                 out.write(_HOME + text + "\n" + _CLEAR_BELOW)
             else:

@@ -13,6 +13,7 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import Any, TypedDict
 
+from gpulens.device.display import status_table
 from gpulens.device.frameworks import (
     FRAMEWORKS,
     FrameworkReport,
@@ -22,7 +23,7 @@ from gpulens.device.frameworks import (
 from gpulens.device.nvml import NvmlMonitor
 from gpulens.device.recorded import backend_from_env
 from gpulens.device.smoke import choose_smoke_framework, run_smoke_test
-from gpulens.device.status import build_status, format_status_table
+from gpulens.device.status import build_status
 
 SCHEMA = "gpulens.doctor/1"
 GIB = 1024**3
@@ -422,7 +423,7 @@ def format_doctor_report(facts: Mapping[str, Any], findings: list[Finding]) -> s
         f"Python      {facts['python']['executable']} ({facts['python'].get('version') or '?'})",
         f"nvidia-smi  {facts.get('nvidia_smi') or 'not found'}",
         "",
-        format_status_table(facts["status"]),
+        status_table(facts["status"]),
     ]
     missing = [name for name, present in (facts.get("installed") or {}).items() if not present]
     if missing:

@@ -1,9 +1,9 @@
-"""The ``gpulens.status/1`` payload: built from readings by pure functions, formatted for people.
+"""The ``gpulens.status/2`` payload: built from readings by pure functions.
 
 ``build_status`` joins an NVML reading, the framework reports and ``CUDA_VISIBLE_DEVICES`` into
-the payload every client shows; ``format_status_line`` (status bars) and
-``format_status_table`` (``gpulens status``) are the one way to render it. ``StatusSource`` is
-the edge that gathers live readings for the CLI, the language server and Jupyter.
+the payload every client shows, with its words and figures already written in its ``display``
+block (`gpulens.device.display`): the clients draw those and format nothing. ``StatusSource``
+is the edge that gathers live readings for the CLI, the language server and Jupyter.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from gpulens.device.display import status_display
 from gpulens.device.frameworks import (
     FrameworkProbeCache,
     FrameworkReport,
@@ -22,8 +23,7 @@ from gpulens.device.frameworks import (
 from gpulens.device.nvml import NvmlMonitor, NvmlReading
 from gpulens.device.recorded import backend_from_env
 
-SCHEMA = "gpulens.status/1"
-GIB = 1024**3
+SCHEMA = "gpulens.status/2"
 
 # Report keys that stay inside gpulens (diagnostics of the probe itself), not in the payload.
 _PRIVATE_REPORT_KEYS = frozenset({"installed", "python", "python_version", "cuda_visible_devices"})
@@ -92,10 +92,10 @@ def build_status(
     cuda_visible_devices: str | None,
     now: dt.datetime,
 ) -> dict[str, Any]:
-    """The ``gpulens.status/1`` payload. Pure: everything it shows comes in as arguments.
+    """The ``gpulens.status/2`` payload. Pure: everything it shows comes in as arguments.
 
     Frameworks that are not installed are left out; ``frameworks_state`` says whether the
-    probe has answered yet (``pending`` while it runs).
+    probe has answered yet (``pending`` while it runs); ``display`` holds what people read.
     """
     ordinals = cuda_ordinals(cuda_visible_devices, nvml["gpus"])
     gpus: list[dict[str, Any]] = []
@@ -110,7 +110,7 @@ def build_status(
         for name, report in (frameworks or {}).items()
         if report.get("installed", True) and not name.startswith("_")
     }
-    return {
+    payload: dict[str, Any] = {
         "schema": SCHEMA,
         "time": now.astimezone().isoformat(timespec="seconds"),
         "available": nvml["available"],
@@ -122,156 +122,8 @@ def build_status(
         "frameworks": shown,
         "frameworks_state": "pending" if frameworks is None else "ready",
     }
-
-
-# --- formatting -------------------------------------------------------------------------------
-
-
-def _gib(value: int | None) -> str:
-    return "?" if value is None else f"{value / GIB:.1f}"
-
-
-def _short_name(name: str | None) -> str:
-    return (name or "GPU").removeprefix("NVIDIA ").strip()
-
-
-def _framework_devices(status: Mapping[str, Any]) -> list[str]:
-    seen: list[str] = []
-    for report in status.get("frameworks", {}).values():
-        for device in report.get("devices") or []:
-            if not str(device).startswith("cpu") and device not in seen:
-                seen.append(device)
-    return seen
-
-
-def format_status_line(status: Mapping[str, Any]) -> str:
-    """One short line for a status bar, e.g. ``H200 37% · 12.3/139.8 GiB · 45°C · 72 W``."""
-    if not status.get("available"):
-        others = _framework_devices(status)
-        if others:  # Apple mps, ROCm or TPUs: no NVML, yet a framework has a device
-            return "GPU: " + ", ".join(others)
-        return "CPU only"
-    gpus = [g for g in status["gpus"] if g.get("visible", True)] or list(status["gpus"])
-    if len(gpus) == 1:
-        gpu = gpus[0]
-        if gpu.get("error"):
-            return f"{_short_name(gpu.get('name'))}: unavailable"
-        parts = [
-            f"{_short_name(gpu.get('name'))} {gpu.get('utilization_pct', '?')}%",
-            f"{_gib(gpu.get('memory_used_bytes'))}/{_gib(gpu.get('memory_total_bytes'))} GiB",
-        ]
-        if gpu.get("temperature_c") is not None:
-            parts.append(f"{gpu['temperature_c']}°C")
-        if gpu.get("power_w") is not None:
-            parts.append(f"{gpu['power_w']:.0f} W")
-        return " · ".join(parts)
-    cells = []
-    for gpu in gpus:
-        if gpu.get("error"):
-            cells.append(f"{gpu['index']}: lost")
-        else:
-            cells.append(
-                f"{gpu['index']}: {gpu.get('utilization_pct', '?')}% "
-                f"{_gib(gpu.get('memory_used_bytes'))}G"
-            )
-    return f"{len(gpus)} GPUs · " + " · ".join(cells)
-
-
-def format_status_tooltip(status: Mapping[str, Any]) -> str:
-    """Why the line says what it says: the reason when there is no GPU, else the table."""
-    if not status.get("available") and status.get("reason"):
-        return str(status["reason"])
-    return format_status_table(status)
-
-
-def _table(rows: list[list[str]]) -> list[str]:
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    return [
-        "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
-        for row in rows
-    ]
-
-
-def _gpu_row(gpu: Mapping[str, Any], label: str) -> list[str]:
-    if gpu.get("error"):
-        return [label, _short_name(gpu.get("name")), "-", "-", "-", "-", "-", "lost"]
-    power = "-"
-    if gpu.get("power_w") is not None:
-        limit = gpu.get("power_limit_w")
-        power = f"{gpu['power_w']:.0f}" + (f" / {limit:.0f} W" if limit else " W")
-    memory = f"{_gib(gpu.get('memory_used_bytes'))} / {_gib(gpu.get('memory_total_bytes'))} GiB"
-    util = gpu.get("utilization_pct")
-    temp = gpu.get("temperature_c")
-    clock = gpu.get("sm_clock_mhz")
-    visible = "yes" if gpu.get("visible", True) else "hidden"
-    if gpu.get("cuda_device"):
-        visible = str(gpu["cuda_device"])
-    return [
-        label,
-        _short_name(gpu.get("name")),
-        "-" if util is None else f"{util}%",
-        memory,
-        "-" if temp is None else f"{temp}°C",
-        power,
-        "-" if clock is None else f"{clock} MHz",
-        visible,
-    ]
-
-
-def format_status_table(status: Mapping[str, Any]) -> str:
-    """The human view of a status payload, as ``gpulens status`` prints it."""
-    lines: list[str] = []
-    if status.get("available"):
-        lines.append(
-            f"NVIDIA driver {status.get('driver_version') or '?'} · "
-            f"CUDA {status.get('cuda_driver_version') or '?'} · "
-            f"CUDA_VISIBLE_DEVICES={_cvd(status.get('cuda_visible_devices'))}"
-        )
-        rows = [["GPU", "Name", "Util", "Memory", "Temp", "Power", "SM clock", "Visible as"]]
-        processes: list[str] = []
-        for gpu in status["gpus"]:
-            rows.append(_gpu_row(gpu, str(gpu["index"])))
-            for mig in gpu.get("mig_devices") or []:
-                rows.append(_gpu_row(mig, f" └ MIG {mig['index']}"))
-            for process in gpu.get("processes") or []:
-                processes.append(
-                    f"  GPU {gpu['index']}  pid {process['pid']:<8} "
-                    f"{(process.get('name') or '?'):<20} "
-                    f"{_gib(process.get('used_memory_bytes'))} GiB"
-                )
-        lines.extend(_table(rows))
-        for gpu in status["gpus"]:
-            if gpu.get("error"):
-                lines.append(f"GPU {gpu['index']}: {gpu['error']}")
-            elif gpu.get("processes_error"):
-                lines.append(f"GPU {gpu['index']}: {gpu['processes_error']}")
-        lines.append("Processes:" if processes else "Processes: none")
-        lines.extend(processes)
-    else:
-        lines.append(f"CPU only: {status.get('reason') or 'no GPU found.'}")
-    frameworks = status.get("frameworks") or {}
-    if status.get("frameworks_state") == "pending":
-        lines.append("Frameworks: probing…")
-    elif not frameworks:
-        lines.append("Frameworks: none of torch, cupy, jax, numba, tensorflow is installed")
-    else:
-        lines.append("Frameworks:")
-        rows = []
-        for name, report in frameworks.items():
-            if report.get("error"):
-                rows.append([f"  {name}", report.get("version") or "?", "", report["error"]])
-                continue
-            devices = ", ".join(report.get("devices") or []) or "no GPU"
-            build = report.get("build") or "?"
-            runtime = report.get("cuda_runtime")
-            detail = f"{build} build" + (f", CUDA {runtime}" if runtime else "")
-            rows.append([f"  {name}", report.get("version") or "?", devices, detail])
-        lines.extend(_table(rows))
-    return "\n".join(lines)
-
-
-def _cvd(value: str | None) -> str:
-    return "(unset)" if value is None else repr(value)
+    payload["display"] = status_display(payload)
+    return payload
 
 
 # --- the live source ----------------------------------------------------------------------------

@@ -80,7 +80,7 @@ class StatusHandler(_GpulensHandler):
     @tornado.web.authenticated
     @authorized("read")
     async def get(self) -> None:
-        """The `gpulens.status/1` payload; `?refresh=1` probes the frameworks again."""
+        """The `gpulens.status/2` payload; `?refresh=1` probes the frameworks again."""
         source = self.source
         if self._flag("refresh"):
             source.probes.refresh()

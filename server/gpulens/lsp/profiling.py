@@ -6,7 +6,7 @@ never on open, save, code lens or hover, and never where the client said the fol
 trusted (`gpulens.lsp.trust`: the command then answers with the reason). The cell holding that
 line runs in a subprocess of `gpulens.profile.python` (default: the server's interpreter) under
 `gpulens.profile.timeoutSeconds` (`gpulens.profiler.runner`), in the file's folder, as editors
-run a cell; the command answers with the `gpulens.profile/1` payload, so a client may draw it
+run a cell; the command answers with the `gpulens.profile/2` payload, so a client may draw it
 itself, and the server keeps its lines to draw them as inlay hints. The runner waits in a
 daemon thread: a server that exits (or is killed) mid-profile is not held up by it, and the
 subprocess ends with the server.
@@ -57,12 +57,8 @@ from gpulens.lsp.status import _chain_builtin
 from gpulens.lsp.text_documents import LspTextDocument
 from gpulens.lsp.trust import UNTRUSTED_LENS, UNTRUSTED_PROFILE, may_profile
 from gpulens.profiler.cells import Cell, cell_at_line, split_cells
-from gpulens.profiler.report import (
-    failed_payload,
-    format_line_costs,
-    format_line_details,
-    format_run_message,
-)
+from gpulens.profiler.display import annotate
+from gpulens.profiler.report import failed_payload
 from gpulens.profiler.runner import ProfileRequestError, run_profile
 
 if TYPE_CHECKING:
@@ -395,16 +391,18 @@ async def run_profile_command(ls: Any, uri: str, line: int) -> dict[str, Any]:
         payload = await _profile(ls, state, request)
         if text is not None:
             _keep(ls, state, uri, lines_of(text), payload)
-    message = format_run_message(payload)
-    if message is not None:
-        error_type = (payload.get("error") or {}).get("type")
-        kind = {
-            None: types.MessageType.Info,
-            "Cancelled": types.MessageType.Info,
-            "Timeout": types.MessageType.Warning,
-        }.get(error_type, types.MessageType.Error)
-        ls.window_show_message(types.ShowMessageParams(type=kind, message=message))
+    shown = payload["display"]
+    if shown["message"] is not None:
+        kind = _MESSAGE_TYPES.get(shown["level"], types.MessageType.Error)
+        ls.window_show_message(types.ShowMessageParams(type=kind, message=shown["message"]))
     return payload
+
+
+_MESSAGE_TYPES = {
+    "info": types.MessageType.Info,
+    "warning": types.MessageType.Warning,
+    "error": types.MessageType.Error,
+}
 
 
 async def _profile(ls: Any, state: ProfileState, request: ProfileRequest) -> dict[str, Any]:
@@ -433,6 +431,7 @@ async def _profile(ls: Any, state: ProfileState, request: ProfileRequest) -> dic
                     "message": "the profile was cancelled",
                     "line": error.get("line"),
                 }
+                annotate(payload)
             summary = f"{time.monotonic() - started:.1f} s"
             return payload
     finally:
@@ -507,7 +506,7 @@ def add_profile_hover(
     found = profile_at(ls, params.text_document.uri, params.position.line)
     if found is None:
         return hover
-    details = format_line_details(*found)
+    details = found[0]["hover"]
     if hover is None:
         return types.Hover(contents=types.MarkupContent(kind=kind, value=details))
     contents = hover.contents
@@ -532,12 +531,9 @@ def inlay_hints(ls: Any, uri: str, within: types.Range) -> list[types.InlayHint]
         hints.append(
             types.InlayHint(
                 position=index.to_client(line, end),
-                label=format_line_costs(cost),
+                label=cost["label"],
                 padding_left=True,
-                tooltip=types.MarkupContent(
-                    kind=types.MarkupKind.Markdown,
-                    value=format_line_details(cost, profile.backend),
-                ),
+                tooltip=types.MarkupContent(kind=types.MarkupKind.Markdown, value=cost["hover"]),
             )
         )
     return hints

@@ -10,7 +10,8 @@ function's own lines while it runs and the caller's line again once it returns.
 Inputs (all times in ns on one clock):
 - ``events``: `timeline.LineEvents` columns, or a `timeline.Timeline` already walked (a long
   cell's, whose oldest segments may have been dropped to bound memory).
-- ``records``: columns per record family, each a dict of equal-length lists:
+- ``records``: columns per record family (the families `schema.RECORD_KINDS` are tallied
+  from), each a dict of equal-length lists:
   ``api`` (corr, start, end, tid), ``kernels`` (corr, start, end, device, name -> ``names``),
   ``memcpy`` (corr, start, end, device, bytes, copy_kind, src_kind, dst_kind),
   ``memset`` (corr, start, end, device, bytes), ``syncs`` (corr, start, end, type), and
@@ -25,6 +26,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, TypedDict
 
+from gpulens.profiler import schema
+from gpulens.profiler.schema import LineCost, kind_counts, new_line_cost
 from gpulens.profiler.timeline import (
     LineEvents,
     Segments,
@@ -32,25 +35,6 @@ from gpulens.profiler.timeline import (
     line_at,
     walk_events,
 )
-
-# copy directions always present in a line's transfers, in display order
-DIRECTIONS = ("htod", "dtoh", "dtod")
-# synchronization types where the host thread waits (a stream-wait-event does not)
-BLOCKING_SYNCS = frozenset({"context", "stream", "event"})
-
-
-class LineCost(TypedDict):
-    line: int
-    hits: int
-    host_ns: int
-    kernels: dict[str, Any]
-    transfers: dict[str, dict[str, int]]
-    pageable: dict[str, int]
-    pinned: dict[str, int]
-    memsets: dict[str, int]
-    syncs: dict[str, int]
-    devices: dict[int, dict[str, int]]
-    other_thread_calls: int
 
 
 class Attribution(TypedDict):
@@ -79,42 +63,6 @@ def walk_timeline(events: LineEvents) -> tuple[Segments, dict[int, int], dict[in
     """Replays recorded events at once: (segments, hits per line, host ns per line)."""
     timeline = walk_events(events)
     return timeline["segments"], timeline["hits"], timeline["host"]
-
-
-def _new_line(line: int) -> LineCost:
-    return LineCost(
-        line=line,
-        hits=0,
-        host_ns=0,
-        kernels={"count": 0, "ns": 0, "by_name": {}},
-        transfers={
-            d: {"count": 0, "bytes": 0, "ns": 0, "pageable": 0, "pinned": 0} for d in DIRECTIONS
-        },
-        # pageable copies' own bytes and time, for the bandwidth a pinned-memory hint quotes
-        pageable={"bytes": 0, "ns": 0},
-        pinned={"bytes": 0, "ns": 0},
-        memsets={"count": 0, "bytes": 0, "ns": 0},
-        syncs={"count": 0, "stall_ns": 0},
-        devices={},
-        other_thread_calls=0,
-    )
-
-
-def _device(cost: LineCost, device: int) -> dict[str, int]:
-    found = cost["devices"].get(device)
-    if found is None:
-        found = cost["devices"][device] = {
-            "kernels": 0,
-            "kernel_ns": 0,
-            "transfers": 0,
-            "transfer_bytes": 0,
-            "transfer_ns": 0,
-        }
-    return found
-
-
-def _column(family: Mapping[str, Sequence[Any]] | None, name: str) -> Sequence[Any]:
-    return family.get(name, ()) if family else ()
 
 
 def line_of_calls(
@@ -187,7 +135,7 @@ def attribute_records(events: LineEvents | Timeline, records: Mapping[str, Any])
     def cost_of(line: int) -> LineCost:
         found = costs.get(line)
         if found is None:
-            found = costs[line] = _new_line(line)
+            found = costs[line] = new_line_cost(line)
         return found
 
     for line, count in hits.items():
@@ -195,113 +143,29 @@ def attribute_records(events: LineEvents | Timeline, records: Mapping[str, Any])
     for line, ns in host.items():
         cost_of(line)["host_ns"] = ns
 
-    unattributed = {"kernels": 0, "transfers": 0, "memsets": 0, "syncs": 0}
-    outside = {"kernels": 0, "transfers": 0, "memsets": 0, "syncs": 0}
-    dropped = {"kernels": 0, "transfers": 0, "memsets": 0, "syncs": 0}
+    unattributed, outside, dropped = kind_counts(), kind_counts(), kind_counts()
     devices: set[int] = set()
 
-    def place(corr: int, family: str) -> LineCost | None:
-        line = corr_line.get(corr)
-        if line is None:
-            if corr in outside_corrs:
-                outside[family] += 1
-            else:
-                unattributed[family] += 1
-                if corr in dropped_corrs:
-                    dropped[family] += 1
-            return None
-        return cost_of(line)
+    def placer(key: str) -> schema.Place:
+        """The line of each record of kind `key`, counting those without one."""
 
-    kernels = records.get("kernels")
+        def place(corr: int) -> LineCost | None:
+            line = corr_line.get(corr)
+            if line is None:
+                if corr in outside_corrs:
+                    outside[key] += 1
+                else:
+                    unattributed[key] += 1
+                    if corr in dropped_corrs:
+                        dropped[key] += 1
+                return None
+            return cost_of(line)
+
+        return place
+
     names: Sequence[str] = records.get("names", ())
-    for corr, begin, finish, device, name in zip(
-        _column(kernels, "corr"),
-        _column(kernels, "start"),
-        _column(kernels, "end"),
-        _column(kernels, "device"),
-        _column(kernels, "name"),
-        strict=True,
-    ):
-        devices.add(device)
-        cost = place(corr, "kernels")
-        if cost is None:
-            continue
-        ns = finish - begin
-        block = cost["kernels"]
-        block["count"] += 1
-        block["ns"] += ns
-        label = names[name] if 0 <= name < len(names) else "?"
-        tally = block["by_name"].setdefault(label, [0, 0])
-        tally[0] += 1
-        tally[1] += ns
-        per_device = _device(cost, device)
-        per_device["kernels"] += 1
-        per_device["kernel_ns"] += ns
-
-    memcpy = records.get("memcpy")
-    for corr, begin, finish, device, size, copy_kind, src, dst in zip(
-        _column(memcpy, "corr"),
-        _column(memcpy, "start"),
-        _column(memcpy, "end"),
-        _column(memcpy, "device"),
-        _column(memcpy, "bytes"),
-        _column(memcpy, "copy_kind"),
-        _column(memcpy, "src_kind"),
-        _column(memcpy, "dst_kind"),
-        strict=True,
-    ):
-        devices.add(device)
-        cost = place(corr, "transfers")
-        if cost is None:
-            continue
-        direction = cost["transfers"].setdefault(
-            copy_kind, {"count": 0, "bytes": 0, "ns": 0, "pageable": 0, "pinned": 0}
-        )
-        direction["count"] += 1
-        direction["bytes"] += size
-        direction["ns"] += finish - begin
-        host_side = src if copy_kind == "htod" else dst if copy_kind == "dtoh" else None
-        if host_side in {"pageable", "pinned"}:
-            direction[host_side] += 1
-            cost[host_side]["bytes"] += size
-            cost[host_side]["ns"] += finish - begin
-        per_device = _device(cost, device)
-        per_device["transfers"] += 1
-        per_device["transfer_bytes"] += size
-        per_device["transfer_ns"] += finish - begin
-
-    memset = records.get("memset")
-    for corr, begin, finish, device, size in zip(
-        _column(memset, "corr"),
-        _column(memset, "start"),
-        _column(memset, "end"),
-        _column(memset, "device"),
-        _column(memset, "bytes"),
-        strict=True,
-    ):
-        devices.add(device)
-        cost = place(corr, "memsets")
-        if cost is None:
-            continue
-        cost["memsets"]["count"] += 1
-        cost["memsets"]["bytes"] += size
-        cost["memsets"]["ns"] += finish - begin
-
-    syncs = records.get("syncs")
-    for corr, begin, finish, sync_type in zip(
-        _column(syncs, "corr"),
-        _column(syncs, "start"),
-        _column(syncs, "end"),
-        _column(syncs, "type"),
-        strict=True,
-    ):
-        if sync_type not in BLOCKING_SYNCS:
-            continue
-        cost = place(corr, "syncs")
-        if cost is None:
-            continue
-        cost["syncs"]["count"] += 1
-        cost["syncs"]["stall_ns"] += finish - begin
+    for kind in schema.RECORD_KINDS:
+        kind.tally(records.get(kind.family) or {}, placer(kind.key), devices, names)
 
     main_tid = records.get("main_tid")
     if main_tid is not None:

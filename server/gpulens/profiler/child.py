@@ -21,6 +21,7 @@ loads (found through the PYTHONPATH the runner sets); the user's script then get
 from __future__ import annotations
 
 import builtins
+import datetime as dt
 import json
 import os
 import signal
@@ -97,6 +98,7 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
         error=capture.error,
         code=code_lines,
         timings=timings,
+        time=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
     )
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpulens.profiler.units import short_bytes
+from gpulens.profiler.schema import KERNELS, SYNCS, TRANSFERS
+from gpulens.profiler.units import short_bytes, short_seconds
 
 # a pageable copy at least this large is worth pinning (below it, launch latency dominates)
 PAGEABLE_HINT_BYTES = 1 << 20
@@ -20,11 +21,11 @@ SYNC_LOOP_SHARE = 0.9
 
 
 def line_hints(line: dict[str, Any], pinned_gbps: float | None) -> list[dict[str, str]]:
-    """Hints for one `gpulens.profile/1` line; `pinned_gbps`: pinned copies' bandwidth
+    """Hints for one payload line; `pinned_gbps`: pinned copies' bandwidth
     measured elsewhere in the same cell, quoted when known."""
     found: list[dict[str, str]] = []
     pageable = line.get("pageable") or {}
-    copies = sum(block.get("pageable", 0) for block in line.get("transfers", {}).values())
+    copies = sum(block.get("pageable", 0) for block in line.get(TRANSFERS.key, {}).values())
     if copies and pageable.get("bytes", 0) / copies >= PAGEABLE_HINT_BYTES and pageable.get("s"):
         gbps = pageable["bytes"] / pageable["s"] / 1e9
         message = (
@@ -36,7 +37,7 @@ def line_hints(line: dict[str, Any], pinned_gbps: float | None) -> list[dict[str
         if pinned_gbps:
             message += f"; pinned copies in this cell ran at {pinned_gbps:.1f} GB/s"
         found.append({"code": "pinned-memory", "message": message})
-    kernels = line.get("kernels", {})
+    kernels = line.get(KERNELS.key, {})
     count = kernels.get("count", 0)
     per_hit = count / max(line.get("hits", 1), 1)
     if (
@@ -48,18 +49,18 @@ def line_hints(line: dict[str, Any], pinned_gbps: float | None) -> list[dict[str
             {
                 "code": "fuse-kernels",
                 "message": (
-                    f"{count} kernels averaging {kernels['gpu_s'] / count * 1e6:.1f} us "
+                    f"{count} kernels averaging {short_seconds(kernels['gpu_s'] / count)} "
                     f"({per_hit:.0f} per run of the line): launch overhead dominates; fuse them "
                     "(torch.compile, CUDA graphs, a CuPy ElementwiseKernel) or batch the work "
                     "into fewer, larger launches"
                 ),
             }
         )
-    syncs = line.get("syncs", {})
+    syncs = line.get(SYNCS.key, {})
     hits = line.get("hits", 0)
     waits = syncs.get("count", 0)
     if hits >= SYNC_LOOP_HITS and waits >= SYNC_LOOP_SHARE * hits:
-        stalled = f"{syncs.get('stall_s', 0) * 1e3:.1f} ms stalled"
+        stalled = f"{short_seconds(syncs.get('stall_s', 0))} stalled"
         if copies >= waits:  # the waits are the pageable copies' own
             if not any(hint["code"] == "pinned-memory" for hint in found):
                 found.append(

@@ -5,7 +5,7 @@ so the user's interpreter needs only its own packages. It starts with a safe imp
 (`-P`: nothing is imported from the working directory) in its own process group, and gets
 its job and gives back its payload through pipes: nothing is written to disk.
 
-Whatever the cell does, the caller gets a `gpulens.profile/1` payload. On a timeout or a
+Whatever the cell does, the caller gets a `gpulens.profile/2` payload. On a timeout or a
 stop request (`StopRequest`: the CLI forwards SIGINT, SIGTERM and SIGHUP there) the child is
 interrupted (SIGINT, so the lines that ran are still reported), then killed with its process
 group if it does not stop within INTERRUPT_GRACE_S. When the runner returns, for any reason,
@@ -32,6 +32,7 @@ from typing import IO, Any
 from gpulens.analysis.encoding import SourceDecodeError, decode_source
 from gpulens.analysis.source import source_lines
 from gpulens.profiler.cells import Cell, cell_at_line, cell_by_number, last_line_of, split_cells
+from gpulens.profiler.display import annotate
 from gpulens.profiler.report import failed_payload
 
 DEFAULT_TIMEOUT_S = 600.0
@@ -429,7 +430,7 @@ def run_profile(
     job["path"] = os.path.abspath(path)
     payload = run_job(job, python, timeout, on_start, cwd=cwd, on_output=on_output, stop=stop)
     payload["source"]["path"] = path
-    return payload
+    return annotate(payload)  # its words follow what stopped the run, and the path as given
 
 
 def profile_cell(

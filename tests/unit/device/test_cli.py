@@ -44,7 +44,7 @@ def test_status_json_says_no_gpu_and_why() -> None:
     done = gpulens("status", "--json")
     assert done.returncode == 0, done.stderr
     payload = json.loads(done.stdout)
-    assert payload["schema"] == "gpulens.status/1"
+    assert payload["schema"] == "gpulens.status/2"
     assert payload["available"] is False
     assert "NVIDIA driver" in payload["reason"]
     assert payload["frameworks_state"] == "ready"

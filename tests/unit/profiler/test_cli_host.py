@@ -64,7 +64,7 @@ def by_line(payload: dict) -> dict[int, dict]:
 def test_cell_with_nested_function_and_loop(tmp_path: Path) -> None:
     code, payload, _ = run_cli(tmp_path, "pass", "--cell", "1", "--", "a", "b")
     assert code == 0
-    assert payload["schema"] == "gpulens.profile/1"
+    assert payload["schema"] == "gpulens.profile/2"
     assert payload["backend"] == "host"
     assert payload["source"]["cell"] == 1 and payload["source"]["first_line"] == 3
     lines = by_line(payload)
@@ -136,7 +136,7 @@ def test_text_and_html_reports(tmp_path: Path, fmt: str) -> None:
     assert done.returncode == 0, done.stderr
     if fmt == "text":
         assert "z = [i * i for i in range(5)]" in done.stdout
-        assert "Hits" in done.stdout and "backend=" in done.stdout
+        assert "Hits" in done.stdout and "host backend" in done.stdout
     else:
         assert done.stdout.startswith("<!DOCTYPE html>") and "</html>" in done.stdout
         assert "<script" not in done.stdout and "http" not in done.stdout  # self-contained

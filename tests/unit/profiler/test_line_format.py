@@ -11,16 +11,9 @@ from typing import Any
 import pytest
 
 from gpulens.profiler.attribution import attribute_records
-from gpulens.profiler.report import (
-    build_payload,
-    failed_payload,
-    format_line_costs,
-    format_line_details,
-    format_run_message,
-    short_bytes,
-    short_count,
-    short_seconds,
-)
+from gpulens.profiler.display import line_hover, line_label, run_message
+from gpulens.profiler.report import build_payload, failed_payload
+from gpulens.profiler.units import short_bytes, short_count, short_seconds
 
 from .conftest import load_fixture
 
@@ -87,19 +80,19 @@ def test_the_issue_example_line() -> None:
         "memsets": {"count": 0, "bytes": 0, "s": 0},
         "syncs": {"count": 200, "stall_s": 0.0022},
     }
-    assert format_line_costs(line) == "1.4k kernels · 8.7 ms GPU · ↑400 MB 62 ms · ⏸200 2.2 ms"
+    assert line_label(line) == "1.4k kernels · 8.7 ms GPU · ↑400 MB 62 ms · ⏸200 2.2 ms"
 
 
 def test_a_line_without_gpu_work_shows_host_figures() -> None:
     line = {"line": 4, "hits": 200, "host_s": 0.051, "kernels": {"count": 0}, "transfers": {}}
-    assert format_line_costs(line) == "200 hits · 51 ms host"
-    assert format_line_costs({**line, "hits": 1}) == "1 hit · 51 ms host"
+    assert line_label(line) == "200 hits · 51 ms host"
+    assert line_label({**line, "hits": 1}) == "1 hit · 51 ms host"
 
 
 def test_recorded_item_loop_draws_kernels_copies_and_syncs() -> None:
     # 50 steps of `total += (x * step).sum().item()`: 2 kernels, one 4-byte D2H and one sync each
     line = marked("item_sync_cupti", "# item")
-    text = format_line_costs(line)
+    text = line_label(line)
     parts = text.split(" · ")
     assert parts[0] == "100 kernels"
     assert parts[1].endswith(" GPU") and parts[1] != "0 ms GPU"
@@ -109,14 +102,14 @@ def test_recorded_item_loop_draws_kernels_copies_and_syncs() -> None:
 
 
 def test_recorded_big_copies_draw_direction_and_size() -> None:
-    assert format_line_costs(marked("big_copies", "# pageable")).startswith("↑400 MB ")
-    assert format_line_costs(marked("big_copies", "# pinned")).startswith("↑40 MB ")
-    assert format_line_costs(marked("big_copies", "# d2h")).startswith("↓400 MB ")
+    assert line_label(marked("big_copies", "# pageable")).startswith("↑400 MB ")
+    assert line_label(marked("big_copies", "# pinned")).startswith("↑40 MB ")
+    assert line_label(marked("big_copies", "# d2h")).startswith("↓400 MB ")
 
 
 def test_recorded_train_step_hover_lists_top_kernels_and_hints() -> None:
     line = marked("train_step", "# backward")
-    details = format_line_details(line, "cupti")
+    details = line_hover(line, "cupti")
     assert details.startswith(f"**gpulens profile** · line {line['line']} · cupti backend")
     assert f"- {line['kernels']['count']} kernels · " in details
     assert "| top kernels | launches | GPU time |" in details
@@ -128,39 +121,37 @@ def test_recorded_train_step_hover_lists_top_kernels_and_hints() -> None:
 
 
 def test_recorded_item_hover_has_copies_syncs_and_the_gpu001_hint() -> None:
-    details = format_line_details(marked("item_sync_cupti", "# item"))
+    details = line_hover(marked("item_sync_cupti", "# item"))
     assert "- ↓ device→host: 50 copies · 200 B · " in details
     assert "- ⏸ the host waited for the GPU 50 times · " in details
     assert "(GPU001)" in details
 
 
 def test_pageable_copy_hover_says_so() -> None:
-    details = format_line_details(marked("big_copies", "# pageable"))
+    details = line_hover(marked("big_copies", "# pageable"))
     assert "1 from pageable memory" in details and "GB/s" in details
 
 
 def test_messages_say_what_happened_and_what_to_do() -> None:
     source = {"path": "/w/train.py", "cell": 2, "first_line": 4}
     ok = {"source": source, "lines": [{"line": 5}], "error": None}
-    assert format_run_message(ok) is None
+    assert run_message(ok) is None
     raised = {
         **ok,
         "error": {"type": "ZeroDivisionError", "message": "division by zero", "line": 7},
     }
-    assert format_run_message(raised) == (
+    assert run_message(raised) == (
         "gpulens: cell 2 of train.py raised ZeroDivisionError at line 7: division by zero. "
         "The costs of the lines that ran are shown. Fix it and profile again."
     )
     timeout = {**ok, "error": {"type": "Timeout", "message": "ran past the 2 s timeout"}}
-    assert "stopped: ran past the 2 s timeout." in str(format_run_message(timeout))
+    assert "stopped: ran past the 2 s timeout." in str(run_message(timeout))
     missing = failed_payload(
         source, "could not start the interpreter '/no/python'", "InterpreterError"
     )
-    assert format_run_message(missing) == (
+    assert run_message(missing) == (
         "gpulens: cell 2 of train.py was not profiled: could not start the interpreter "
         "'/no/python'."
     )
     empty = {"source": {**source, "cell": 0}, "lines": [], "error": None}
-    assert "the code before the first cell of train.py ran no code" in str(
-        format_run_message(empty)
-    )
+    assert "the code before the first cell of train.py ran no code" in str(run_message(empty))

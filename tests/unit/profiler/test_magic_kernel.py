@@ -76,7 +76,7 @@ def test_magic_profiles_a_cell_with_the_kernel_state(kernel: Any) -> None:
     (data,) = bundles
     assert set(data) >= {MIME, "text/html", "text/plain"}
     payload = data[MIME]
-    assert payload["schema"] == "gpulens.profile/1"
+    assert payload["schema"] == "gpulens.profile/2"
     assert payload["source"]["first_line"] == 2  # cell line 1 is the magic itself
     lines = {line["line"]: line for line in payload["lines"]}
     assert lines[3]["hits"] == 4  # f's body, once per call
@@ -136,3 +136,24 @@ def test_an_interrupted_long_cell_answers_within_a_second(kernel: Any) -> None:
     hits = {line["line"]: line["hits"] for line in payload["lines"]}
     assert hits[4] > 100_000 and abs(hits[3] - hits[4]) <= 1
     assert answered <= 3.0, f"answered {answered:.2f} s after the interrupt"
+
+
+def test_the_header_names_the_cell_by_its_place_or_by_its_run(kernel: Any) -> None:
+    """An editor that adds `%%gpulens` says where the cell stands (`--cell 4`); typed by
+    hand, the cell is named by its run, never by a run count dressed as its place."""
+    execute(kernel, "%load_ext gpulens")
+    _, bundles, _ = execute(kernel, "%%gpulens --backend host --cell 4\nx = 1")
+    payload = bundles[0][MIME]
+    count = payload["source"]["execution_count"]
+    assert isinstance(count, int) and count > 0
+    assert payload["source"]["cell"] == 4
+    assert payload["display"]["header"].startswith("gpulens profile · cell 4 (lines 2–2) · ")
+    assert payload["display"]["header"] in bundles[0]["text/plain"]
+    _, bundles, _ = execute(kernel, "%%gpulens --backend host\nx = 2")
+    payload = bundles[0][MIME]
+    run = payload["source"]["execution_count"]
+    assert payload["source"]["cell"] is None and run == count + 1
+    assert f"the cell run as [{run}]" in payload["display"]["header"]
+    msg_id = kernel.execute("%%gpulens --cell 0\nx = 3")
+    status, _, _, reply = execute_reply(kernel, msg_id)
+    assert status == "error" and reply["ename"] == "UsageError" and "--cell" in reply["evalue"]

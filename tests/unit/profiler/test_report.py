@@ -8,7 +8,7 @@ from .test_attribution_recorded import replay
 
 def test_payload_schema_and_per_device_field_only_for_several_gpus() -> None:
     payload, lines, _ = replay("train_step")
-    assert payload["schema"] == "gpulens.profile/1"
+    assert payload["schema"] == "gpulens.profile/2"
     assert set(payload["unattributed"]) >= {"kernels", "transfers", "syncs"}
     line = next(iter(lines.values()))
     assert set(line) >= {

@@ -23,6 +23,7 @@ import re
 import time
 from typing import Any, TypedDict
 
+from gpulens.profiler.schema import RECORD_FAMILIES
 from gpulens.profiler.timeline import Segments, place_calls, placed_columns
 
 _STACK_FRAME = re.compile(r"^(?P<file>.*)\((?P<line>\d+)\): ")
@@ -395,7 +396,7 @@ def records_from_calls(
     return records
 
 
-_FAMILIES = ("kernels", "memcpy", "memset", "syncs")
+_FAMILIES = RECORD_FAMILIES
 
 
 def _corr_count(part: dict[str, Any]) -> int:

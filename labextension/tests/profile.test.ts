@@ -1,0 +1,63 @@
+import { describe, expect, it } from 'vitest';
+
+import { marksFor } from '../src/decorations';
+import { editorLine, parseProfile, startsWithMagicLine } from '../src/payloads';
+import { payload, payloads, type Json } from './payloads';
+
+describe('every profile payload the server makes, as the lab draws it', () => {
+  const all = payloads('profile');
+
+  it('has recorded GPU captures, notebook payloads, a host run and failed runs', () => {
+    const names = all.map(([name]) => name);
+    expect(names.filter(name => name.startsWith('profile-recorded-')).length).toBeGreaterThan(0);
+    for (const name of ['profile-notebook-train_step', 'profile-host', 'profile-synthetic', 'profile-failed-Timeout']) {
+      expect(names).toContain(name);
+    }
+  });
+
+  it.each(all)('%s: every line is drawn with its label, hover and heat', (_name, raw: Json) => {
+    const marks = marksFor(parseProfile(raw)!, true);
+    expect(marks).toEqual(
+      raw.lines.map((line: Json) => ({
+        line: line.line,
+        hits: line.hits,
+        heat: line.heat,
+        label: line.label,
+        hover: line.hover
+      }))
+    );
+  });
+});
+
+describe('reading', () => {
+  const notebook = payload('profile-notebook-train_step');
+
+  it('maps payload lines to editor lines, with and without a %%gpulens line in the source', () => {
+    expect(editorLine(2, false)).toBe(1);
+    expect(editorLine(2, true)).toBe(2);
+    expect(marksFor(parseProfile(notebook)!, false).map(mark => mark.line)).toEqual(
+      notebook.lines.map((line: Json) => line.line - 1)
+    );
+    expect(startsWithMagicLine('%%gpulens --backend host\nx = 1')).toBe(true);
+    expect(startsWithMagicLine('x = 1\n%%gpulens')).toBe(false);
+    expect(startsWithMagicLine('%%gpulensx')).toBe(false);
+  });
+
+  it('keeps working when fields are added, dropped or of the wrong type', () => {
+    const lines = parseProfile({
+      ...notebook,
+      more: true,
+      lines: [{ ...notebook.lines[0], brand_new: { x: 1 }, heat: 7 }, { label: 'no line' }, 'not a line', { line: 3, label: 4 }]
+    })!;
+    expect(lines.map(line => [line.line, line.label, line.heat])).toEqual([
+      [notebook.lines[0].line, notebook.lines[0].label, 1],
+      [3, '', 0]
+    ]);
+  });
+
+  it('rejects what is not a profile payload it reads', () => {
+    expect(parseProfile({ ...notebook, schema: 'gpulens.profile/1' })).toBeNull();
+    expect(parseProfile({ schema: 'gpulens.status/2', lines: [] })).toBeNull();
+    expect(parseProfile('gpulens.profile/2')).toBeNull();
+  });
+});

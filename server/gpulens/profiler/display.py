@@ -1,0 +1,343 @@
+"""What people read of a profile payload, worded once for every client.
+
+`annotate` writes into a payload everything an editor, a notebook or a terminal shows of it:
+for each line its `label` (drawn after the line), `hover` (Markdown) and `heat` (0..1, the
+line's GPU time over the hottest line's; host time when the cell used no GPU), and a
+`display` block: the header, a one-line summary, the message for a run that did not end
+well (and its level), the notes after the table, and the table itself (columns that are empty
+for every line left out). The VS Code and JupyterLab clients draw these strings as they are;
+the language server sends them as inlay hints and hovers; `report.render_text` and
+`render_html` lay out the same table. Pure functions: a payload in, strings out.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+from typing import Any
+
+from gpulens.profiler import schema
+from gpulens.profiler.hints import line_hints, pinned_bandwidth
+from gpulens.profiler.schema import KERNELS, SCHEMA, PayloadLine, plural
+from gpulens.profiler.units import short_count, short_seconds
+
+# a kernel name longer than this is cut in the hover: C++ template names run to kilobytes
+KERNEL_NAME_CHARS = 80
+HEAT_DIGITS = 3
+
+
+# -- one line -----------------------------------------------------------------------------------
+def device_seconds(line: PayloadLine) -> float:
+    """GPU time of the line's own work: kernels, copies, memsets (not the host's waits)."""
+    return sum(kind.device_s(line) for kind in schema.RECORD_KINDS)
+
+
+def made_device_work(line: PayloadLine) -> bool:
+    return any(kind.made_work(line) for kind in schema.RECORD_KINDS)
+
+
+def line_label(line: PayloadLine) -> str:
+    """The text drawn after a profiled line.
+
+    GPU work: "1.4k kernels · 8.7 ms GPU · ↑400 MB 62 ms · ⏸200 2.2 ms" (each kind's part,
+    in `RECORD_KINDS` order). A line that made no GPU work shows its host figures:
+    "200 hits · 51 ms host".
+    """
+    if not made_device_work(line):
+        return f"{plural(line.get('hits', 0), 'hit')} · {short_seconds(line.get('host_s', 0))} host"
+    return " · ".join(part for kind in schema.RECORD_KINDS for part in kind.label(line))
+
+
+def markdown_text(text: str) -> str:
+    """Plain text safe inside Markdown, tables too (kernel names hold `*`, `_`, `<` and `|`);
+    only what would change the rendering is escaped, so plain-text clients stay readable."""
+    return "".join(f"\\{char}" if char in "\\`*_[]<>|" else char for char in text)
+
+
+def _kernel_name(name: str) -> str:
+    """A code span for a table cell: cut, and without the `|` that would split the cell."""
+    if len(name) > KERNEL_NAME_CHARS:
+        name = name[: KERNEL_NAME_CHARS - 1] + "…"
+    return "`" + name.replace("`", "'").replace("|", "¦") + "`"
+
+
+def line_hover(line: PayloadLine, backend: str | None = None, share: str | None = None) -> str:
+    """Markdown for the hover of a profiled line: runs and host time, each kind's figures,
+    the line's share of the cell, the top kernels in a table, then the line's hints."""
+    head = f"**gpulens profile** · line {line.get('line')}"
+    if backend:
+        head += f" · {markdown_text(backend)} backend"
+    rows = [
+        f"ran {plural(line.get('hits', 0), 'time')} · "
+        f"{short_seconds(line.get('host_s', 0))} on the host"
+    ]
+    rows += [row for kind in schema.RECORD_KINDS for row in kind.hover(line)]
+    if share:
+        rows.append(share)
+    out = [head, ""] + [f"- {markdown_text(row)}" for row in rows]
+    top = (line.get(KERNELS.key) or {}).get("top") or []
+    if top:
+        out += ["", "| top kernels | launches | GPU time |", "|---|---:|---:|"]
+        out += [
+            f"| {_kernel_name(k['name'])} | {short_count(k['count'])} | "
+            f"{short_seconds(k['gpu_s'])} |"
+            for k in top
+        ]
+    for hint in line.get("hints") or []:
+        out += ["", f"💡 {markdown_text(hint['message'])}"]
+    return "\n".join(out)
+
+
+def heat_basis(lines: list[PayloadLine]) -> str:
+    """ "gpu" when the cell made GPU work, else "host": what the heat and the shares measure."""
+    return "gpu" if any(device_seconds(line) > 0 for line in lines) else "host"
+
+
+def _cost(line: PayloadLine, basis: str) -> float:
+    return device_seconds(line) if basis == "gpu" else float(line.get("host_s") or 0)
+
+
+def line_heats(lines: list[PayloadLine]) -> dict[int, float]:
+    """Each line's heat in [0, 1]: its cost over the costliest line's (the one scale every
+    client tints by). The cost is GPU time when the cell used the GPU, else host time."""
+    basis = heat_basis(lines)
+    costs = {line["line"]: _cost(line, basis) for line in lines}
+    top = max(costs.values(), default=0.0)
+    return {n: round(cost / top, HEAT_DIGITS) if top > 0 else 0.0 for n, cost in costs.items()}
+
+
+def _shares(lines: list[PayloadLine]) -> dict[int, str]:
+    """Each line's share of the cell's cost, in words for its hover."""
+    basis = heat_basis(lines)
+    total = sum(_cost(line, basis) for line in lines)
+    if total <= 0:
+        return {}
+    what = "GPU time" if basis == "gpu" else "time on the host"
+    return {
+        line["line"]: f"{_cost(line, basis) / total:.0%} of the cell's {what}"
+        for line in lines
+        if _cost(line, basis) > 0
+    }
+
+
+# -- the run --------------------------------------------------------------------------------------
+def run_name(payload: dict[str, Any]) -> str:
+    """What ran, in words: "cell 3 of train.py", "cell 4" (of a notebook), "the cell run
+    as [9]" (a notebook cell known only by its execution count), "train.py"."""
+    source = payload.get("source") or {}
+    cell, count = source.get("cell"), source.get("execution_count")
+    if source.get("path") is None:
+        if cell is not None:
+            return f"cell {cell}"
+        return f"the cell run as [{count}]" if count is not None else "the cell"
+    name = str(source["path"]).replace("\\", "/").rsplit("/", 1)[-1]
+    if cell is None:
+        return name
+    return f"the code before the first cell of {name}" if cell == 0 else f"cell {cell} of {name}"
+
+
+def run_message(payload: dict[str, Any]) -> str | None:
+    """One sentence for the user when a profile did not run to the end (or ran nothing):
+    what happened and what to do. None for a run that went well."""
+    error = payload.get("error")
+    where = run_name(payload)
+    ran = bool(payload.get("lines"))
+    shown = " The costs of the lines that ran are shown." if ran else ""
+    if not error:
+        if ran:
+            return None
+        return f"gpulens: {where} ran no code; put the cursor in a `# %%` cell with code."
+    kind, message = error.get("type", "Error"), str(error.get("message", "")).rstrip(". ")
+    at = f" at line {error['line']}" if error.get("line") else ""
+    if kind == "Timeout":
+        return f"gpulens: profiling {where} stopped: {message}.{shown}"
+    if kind == "Cancelled":
+        return f"gpulens: profiling {where} was cancelled.{shown}"
+    if kind in ("InterpreterError", "InterpreterExit", "SetupError", "RequestError"):
+        return f"gpulens: {where} was not profiled: {message}."
+    if kind == "SyntaxError":
+        return f"gpulens: {where} has a syntax error ({message}); fix it and profile again."
+    return f"gpulens: {where} raised {kind}{at}: {message}.{shown} Fix it and profile again."
+
+
+def message_level(payload: dict[str, Any]) -> str | None:
+    """How loud `run_message` is: "info" (cancelled), "warning" (a timeout, nothing ran) or
+    "error"; None when there is no message."""
+    if run_message(payload) is None:
+        return None
+    kind = (payload.get("error") or {}).get("type")
+    if kind == "Cancelled":
+        return "info"
+    return "warning" if kind in (None, "Timeout") else "error"
+
+
+def _gpu_names(payload: dict[str, Any]) -> str:
+    names = [str(gpu.get("name") or "GPU") for gpu in payload.get("gpus") or []]
+    if len(names) > 1 and len(set(names)) == 1:
+        return f"{len(names)} × {names[0]}"
+    return ", ".join(names)
+
+
+def _gpu_total(payload: dict[str, Any]) -> float:
+    return sum(device_seconds(line) for line in payload.get("lines") or [])
+
+
+def _backend(payload: dict[str, Any]) -> str | None:
+    backend = payload.get("backend")
+    return None if backend in (None, "none") else f"{backend} backend"
+
+
+def header(payload: dict[str, Any]) -> str:
+    """The first line of the report: what ran, where, how long."""
+    source = payload.get("source") or {}
+    where = run_name(payload)
+    if source.get("first_line") and source.get("last_line"):
+        where += f" (lines {source['first_line']}–{source['last_line']})"
+    parts = ["gpulens profile", where]
+    backend = _backend(payload)
+    if backend:
+        gpus = _gpu_names(payload)
+        parts.append(f"{backend} on {gpus}" if gpus else backend)
+    parts.append(f"{short_seconds(payload.get('wall_s') or 0)} wall")
+    gpu = _gpu_total(payload)
+    if gpu > 0:
+        parts.append(f"{short_seconds(gpu)} on the GPU")
+    return " · ".join(parts)
+
+
+def summary(payload: dict[str, Any]) -> str:
+    """One line for a status bar once a profile is in: "gpulens · cell 3 of train.py ·
+    9.1 s wall · 25 ms on the GPU · cupti backend"."""
+    parts = ["gpulens", run_name(payload), f"{short_seconds(payload.get('wall_s') or 0)} wall"]
+    gpu = _gpu_total(payload)
+    if gpu > 0:
+        parts.append(f"{short_seconds(gpu)} on the GPU")
+    backend = _backend(payload)
+    if backend:
+        parts.append(backend)
+    return " · ".join(parts)
+
+
+def recorded_label(payload: dict[str, Any]) -> str:
+    """For a saved profile shown again: "recorded on NVIDIA H200, 2026-11-22"."""
+    where = _gpu_names(payload) or "a machine without a GPU"
+    label = f"recorded on {where}"
+    when = payload.get("time")
+    if isinstance(when, str):
+        with contextlib.suppress(ValueError):
+            label += f", {dt.datetime.fromisoformat(when).date().isoformat()}"
+    return label
+
+
+def notes(payload: dict[str, Any]) -> list[str]:
+    """What follows the table: the hints by line, records no line took, how the cell stopped,
+    and the run's warnings."""
+    out = [
+        f"line {line['line']}: {hint['message']}"
+        for line in payload.get("lines") or []
+        for hint in line.get("hints") or []
+    ]
+    lost = {key: count for key, count in (payload.get("unattributed") or {}).items() if count}
+    if lost:
+        out.append(
+            "Not placed on any line: " + ", ".join(f"{short_count(v)} {k}" for k, v in lost.items())
+        )
+    error = payload.get("error")
+    if error:
+        at = f" at line {error['line']}" if error.get("line") else ""
+        out.append(f"The cell stopped{at}: {error['type']}: {error['message']}")
+    out += [f"note: {warning}" for warning in payload.get("warnings") or []]
+    return out
+
+
+# -- the table ----------------------------------------------------------------------------------
+def _gpu_work(line: PayloadLine) -> str:
+    return "\n".join(part for kind in schema.RECORD_KINDS for part in kind.cell(line))
+
+
+# (title, alignment, cell of a payload line) of every column between Line and Source
+_COLUMNS: tuple[tuple[str, str, Any], ...] = (
+    ("Hits", "right", lambda line: str(line.get("hits", 0))),
+    ("Host", "right", lambda line: short_seconds(line.get("host_s", 0))),
+    ("GPU work", "left", _gpu_work),
+)
+
+
+def table(payload: dict[str, Any]) -> dict[str, Any]:
+    """The per-line table: every line of the cell (or every profiled line when the payload
+    carries no source), its runs, host time and GPU work, then its source. A column empty on
+    every line is left out; GPU work of several kinds (or copies both ways) takes a row each
+    under its line, so the source starts at the same column however much a line did."""
+    by_line = {line["line"]: line for line in payload.get("lines") or []}
+    first = (payload.get("source") or {}).get("first_line") or 1
+    code = payload.get("code") or []
+    if code:
+        numbered = [(n, text.rstrip("\n")) for n, text in enumerate(code, start=first)]
+    else:
+        numbered = [(n, "") for n in sorted(by_line)]
+    cells = {
+        n: [cell(by_line[n]) if n in by_line else "" for _, _, cell in _COLUMNS]
+        for n, _ in numbered
+    }
+    kept = [i for i in range(len(_COLUMNS)) if any(row[i] for row in cells.values())]
+    heats = line_heats(list(by_line.values()))
+    shown = [
+        kind.legend
+        for kind in schema.RECORD_KINDS
+        if kind.legend and any(kind.cell(line) for line in by_line.values())
+    ]
+    return {
+        "columns": [{"title": "Line", "align": "right"}]
+        + [{"title": _COLUMNS[i][0], "align": _COLUMNS[i][1]} for i in kept]
+        + [{"title": "Source", "align": "left"}],
+        "rows": [
+            {
+                "line": n,
+                "heat": heats.get(n, 0.0),
+                "cells": [str(n)] + [cells[n][i] for i in kept] + [text],
+            }
+            for n, text in numbered
+        ],
+        "legend": " · ".join(shown),
+    }
+
+
+# -- all of it ----------------------------------------------------------------------------------
+def _from_v1(payload: dict[str, Any]) -> None:
+    """A `gpulens.profile/1` payload (saved before display strings were added), read as /2:
+    a notebook cell's `cell` was its execution count."""
+    source = payload.get("source")
+    if not str(payload.get("schema", "")).endswith("/1") or not isinstance(source, dict):
+        return
+    if source.get("path") is None and "execution_count" not in source:
+        source["execution_count"] = source.pop("cell", None)
+        source["cell"] = None
+
+
+def annotate(payload: dict[str, Any], *, recorded: bool = False) -> dict[str, Any]:
+    """Writes the display strings into `payload` (in place; returned for chaining) from its
+    figures, replacing any there: per line `hints`, `label`, `hover`, `heat`; and `display`.
+    Call it again after changing a payload (its error, its source). `recorded`: the payload
+    is a saved one shown again, and says so."""
+    _from_v1(payload)
+    payload["schema"] = SCHEMA
+    lines: list[PayloadLine] = payload.setdefault("lines", [])
+    pinned = pinned_bandwidth(lines)
+    heats = line_heats(lines)
+    shares = _shares(lines)
+    backend = payload.get("backend")
+    for line in lines:
+        line["hints"] = line_hints(line, pinned)
+        line["label"] = line_label(line)
+        line["hover"] = line_hover(line, backend, shares.get(line["line"]))
+        line["heat"] = heats.get(line["line"], 0.0)
+    payload["display"] = {
+        "header": header(payload),
+        "summary": summary(payload),
+        "recorded": recorded_label(payload) if recorded else None,
+        "message": run_message(payload),
+        "level": message_level(payload),
+        "notes": notes(payload),
+        "table": table(payload),
+    }
+    return payload
