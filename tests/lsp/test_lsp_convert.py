@@ -142,3 +142,35 @@ def test_initialization_options_shapes(options: dict) -> None:
     parsed, problems = parse_settings(settings_from_initialization_options(options))
     assert parsed.device == "mps"
     assert problems == []
+
+
+def test_plain_text_keeps_the_words_and_drops_the_marks() -> None:
+    from gpulens.lsp.markup import plain_text
+    from gpulens.profiler.report import format_line_details
+
+    line = {
+        "line": 9,
+        "hits": 200,
+        "host_s": 0.051,
+        "kernels": {
+            "count": 1400,
+            "gpu_s": 0.0087,
+            "top": [
+                {"name": "gemm|x", "count": 200, "gpu_s": 0.002},
+                {"name": "relu", "count": 1200, "gpu_s": 0.0067},
+            ],
+        },
+        "syncs": {"count": 200, "stall_s": 0.0022},
+        "hints": [{"message": "Pass `pin_memory=True` to the DataLoader"}],
+    }
+    markdown = format_line_details(line, "cupti")
+    assert "|" in markdown and "**" in markdown and "`" in markdown  # what there is to undo
+    plain = plain_text(markdown)
+    assert plain.splitlines()[0] == "gpulens profile · line 9 · cupti backend"
+    assert "**" not in plain and "---" not in plain
+    table = [row for row in plain.splitlines() if "launches" in row or row.startswith("relu")]
+    header, relu = table
+    assert header.split() == ["top", "kernels", "launches", "GPU", "time"]
+    assert header.index("launches") == relu.index("1.2k")  # columns aligned
+    # a character the Markdown escaped is the character again
+    assert "pin_memory=True" in plain

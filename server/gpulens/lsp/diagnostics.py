@@ -224,4 +224,3 @@ class DiagnosticsScheduler:
         for timer in self._timers.values():
             timer.cancel()
         self.pool.shutdown(wait=False, cancel_futures=True)
-

@@ -441,22 +441,10 @@ def profile_at(ls: Any, uri: str, line: int) -> tuple[dict[str, Any], str | None
     return profile.lines[line], profile.backend
 
 
-def add_profile_hover(
-    ls: Any, params: types.HoverParams, hover: types.Hover | None, kind: types.MarkupKind
-) -> types.Hover | None:
-    """`hover` (the findings') with the profiled line's details after it, if it has some."""
-    found = profile_at(ls, params.text_document.uri, params.position.line)
-    if found is None:
-        return hover
-    details = format_line_details(*found)
-    if hover is None:
-        return types.Hover(contents=types.MarkupContent(kind=kind, value=details))
-    contents = hover.contents
-    value = contents.value if isinstance(contents, types.MarkupContent) else str(contents)
-    return types.Hover(
-        contents=types.MarkupContent(kind=kind, value=f"{value}\n\n---\n\n{details}"),
-        range=hover.range,
-    )
+def profile_details(ls: Any, uri: str, line: int) -> str | None:
+    """The Markdown details of the profiled line at 0-based `line` of `uri`, if any."""
+    found = profile_at(ls, uri, line)
+    return None if found is None else format_line_details(*found)
 
 
 def inlay_hints(ls: Any, uri: str, within: types.Range) -> list[types.InlayHint]:

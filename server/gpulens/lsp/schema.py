@@ -45,7 +45,7 @@ SETTINGS: tuple[Setting, ...] = (
         "rules.select",
         {"type": ["array", "null"], "items": {"type": "string"}},
         None,
-        "Only these rule codes or prefixes, e.g. [\"GPU001\", \"GPU00\"]. "
+        'Only these rule codes or prefixes, e.g. ["GPU001", "GPU00"]. '
         "Unset: [tool.gpulens] of pyproject.toml, else every rule.",
     ),
     Setting(
@@ -80,6 +80,7 @@ SETTINGS: tuple[Setting, ...] = (
 def settings_schema() -> dict[str, Any]:
     """JSON schema of the section, its properties named in full ("gpulens.rules.ignore")."""
     return {
+        "$schema": "http://json-schema.org/draft-07/schema#",
         "title": "gpulens",
         "type": "object",
         "properties": {

@@ -120,6 +120,11 @@ _PARSERS: dict[str, Callable[[Any], dict[str, Any]]] = {
     },
 }
 
+def known_settings() -> frozenset[str]:
+    """The settings of the section the server reads, named as in it ("rules.ignore")."""
+    return frozenset(_PARSERS)
+
+
 # a flat section ("rules.ignore" -> value), each value with where it came from
 Layer = dict[str, tuple[Any, str]]
 
