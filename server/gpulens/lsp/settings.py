@@ -120,6 +120,7 @@ _PARSERS: dict[str, Callable[[Any], dict[str, Any]]] = {
     },
 }
 
+
 def known_settings() -> frozenset[str]:
     """The settings of the section the server reads, named as in it ("rules.ignore")."""
     return frozenset(_PARSERS)
