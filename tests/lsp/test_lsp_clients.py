@@ -128,9 +128,9 @@ async def test_a_cell_magic_whose_body_is_not_python_stays_a_string(
 # ---- Neovim: empty settings, edits at the end of the file ---------------------------------------
 
 
-def neovim_params(root: Path, options: object = None) -> types.InitializeParams:
-    params = initialize_params(root, options)
-    params.capabilities = client_capabilities("neovim")
+def neovim_params(root: Path, version: str = "") -> types.InitializeParams:
+    params = initialize_params(root)
+    params.capabilities = client_capabilities(f"neovim{version}")
     return params
 
 
@@ -244,6 +244,32 @@ async def test_removing_the_section_restores_the_defaults(
     count = len(client.published[uri])
     await settings_change(client, None)
     await wait_for_published(client, uri, lambda p: "GPU001" in codes(p), after=count)
+
+
+@pytest_lsp.fixture(config=server_config())
+async def neovim_0_7(lsp_client: RecordingClient, tmp_path: Path):
+    """Neovim 0.7: it answers no workspace/configuration (it does not say it can), and pushes
+    all its settings in didChangeConfiguration, an empty table as []."""
+    await lsp_client.initialize_session(neovim_params(tmp_path, "@v0.7.0"))
+    yield
+    await lsp_client.shutdown_session()
+
+
+async def test_a_client_that_only_pushes_can_remove_the_section(
+    neovim_0_7: RecordingClient, tmp_path: Path
+) -> None:
+    client = neovim_0_7
+    uri = uri_in(tmp_path)
+    open_document(client, uri, LOOP_SYNC)
+    await wait_for_published(client, uri, lambda p: "GPU001" in codes(p))
+    count = len(client.published[uri])
+    ignore = {"gpulens": {"rules": {"ignore": ["GPU001"]}}}
+    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings=ignore))
+    await wait_for_published(client, uri, lambda p: "GPU001" not in codes(p), after=count)
+    count = len(client.published[uri])
+    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings=[]))
+    await wait_for_published(client, uri, lambda p: "GPU001" in codes(p), after=count)
+    assert client.configuration_requests == 0
 
 
 async def test_one_configuration_request_per_change(client: RecordingClient) -> None:

@@ -285,11 +285,16 @@ class SettingsStore:
         self._workspace = _layer(section, origin)
         return self._apply()
 
+    def can_pull(self) -> bool:
+        """Whether the client answers `workspace/configuration` (Neovim 0.7 does not say so,
+        and only pushes its settings)."""
+        workspace = self._server.client_capabilities.workspace
+        return workspace is not None and bool(workspace.configuration)
+
     async def pull(self) -> bool:
         """Ask the client for the workspace's section, in one `workspace/configuration`
         request, where it can answer; whether the settings in force changed."""
-        workspace = self._server.client_capabilities.workspace
-        if workspace is None or not workspace.configuration:
+        if not self.can_pull():
             return False
         params = types.ConfigurationParams(items=[types.ConfigurationItem(section=SECTION)])
         try:
@@ -352,12 +357,14 @@ def register(server: GpulensServer) -> None:
     ) -> None:
         ls.settings.forget_project_configs()
         pushed = plain(params.settings)
+        origin = "workspace/didChangeConfiguration"
         if isinstance(pushed, Mapping) and SECTION in pushed:
-            ls.settings.take_workspace_section(pushed[SECTION], "workspace/didChangeConfiguration")
-        elif not await ls.settings.pull() and isinstance(pushed, Mapping) and pushed:
-            # a client that pushes its settings without ours and cannot be asked: removed
-            workspace = ls.client_capabilities.workspace
-            if workspace is None or not workspace.configuration:
-                ls.settings.take_workspace_section(None, "workspace/didChangeConfiguration")
+            ls.settings.take_workspace_section(pushed[SECTION], origin)
+        elif ls.settings.can_pull():
+            await ls.settings.pull()  # the modern way: the notification only says "changed"
+        elif pushed is not None:
+            # all the settings of a client that cannot be asked, ours not among them (Neovim
+            # sends an empty table as []): the section was removed
+            ls.settings.take_workspace_section(None, origin)
         # pyproject.toml may have changed too, so re-publish even when the editor's did not
         ls.diagnostics.refresh_all()
