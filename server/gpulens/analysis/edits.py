@@ -8,6 +8,7 @@ unparsable; `fix_until_stable` repeats it with a fresh analysis until nothing ch
 from __future__ import annotations
 
 import ast
+import functools
 import warnings
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -24,12 +25,14 @@ if TYPE_CHECKING:
 MAX_FIX_ROUNDS = 10
 
 
-def _offsets(text: str) -> list[int]:
-    """Where each line starts, lines split as `SourceText` splits them."""
+@functools.lru_cache(maxsize=8)
+def _offsets(text: str) -> tuple[int, ...]:
+    """Where each line starts, lines split as `SourceText` splits them. Kept for the last
+    few texts: the quick-fixes at one spot are each checked against the same text."""
     starts = [0]
     for line in split_lines(text):
         starts.append(starts[-1] + len(line))
-    return starts
+    return tuple(starts)
 
 
 def apply_edits(text: str, edits: Iterable[Edit]) -> str:
@@ -224,7 +227,7 @@ class _Placed:
     end_line: int  # of ``end``
 
 
-def _place(edit: Edit, text: str, line_starts: list[int], newline: str) -> _Placed:
+def _place(edit: Edit, text: str, line_starts: Sequence[int], newline: str) -> _Placed:
     def offset(line: int, column: int) -> int:
         if line >= len(line_starts):
             return len(text)
@@ -267,7 +270,7 @@ class _ParseCheck:
     """Whether a text with some edits made parses as well as the text did."""
 
     def __init__(
-        self, text: str, line_starts: list[int], cell: bool, statements: Sequence[int] | None
+        self, text: str, line_starts: Sequence[int], cell: bool, statements: Sequence[int] | None
     ) -> None:
         self._text = text
         self._line_starts = line_starts
