@@ -91,10 +91,15 @@ class GpulensServer(LanguageServer):
         kind = "request" if source is FeatureRequestError else "message"
         self.log(types.MessageType.Error, f"gpulens: error handling a {kind}: {error}{detail}")
 
-    def shutdown(self) -> None:
+    def stop_work(self) -> None:
+        """Stop what runs beside the requests: the status poller, a profile (it would keep
+        the process alive until its timeout), the analyses."""
         self.status.stop()
         self.profiles.kill()
         self.diagnostics.shutdown()
+
+    def shutdown(self) -> None:
+        self.stop_work()
         super().shutdown()
 
 
@@ -128,10 +133,7 @@ def build_server() -> GpulensServer:
 
     @server.feature(types.SHUTDOWN)
     def on_shutdown(ls: GpulensServer, params: None) -> None:
-        ls.status.stop()
-        # a profile still running would keep the process alive until its timeout
-        ls.profiles.kill()
-        ls.diagnostics.shutdown()
+        ls.stop_work()
 
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: GpulensServer, params: types.DidOpenTextDocumentParams) -> None:
