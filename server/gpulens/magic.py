@@ -17,7 +17,7 @@ import shlex
 from typing import Any, NoReturn
 
 MIME = "application/vnd.gpulens.profile+json"
-_USAGE = "usage: %%gpulens [--backend auto|cupti|torch|host] [--cell N]  |  %gpulens status"
+_USAGE = "usage: %%gpulens [--backend auto|cupti|torch|host]  |  %gpulens status"
 
 
 class _Parser(argparse.ArgumentParser):
@@ -31,29 +31,16 @@ def parse_options(line: str) -> argparse.Namespace:
     """The `%%gpulens` line's options; ValueError says what is wrong with it."""
     parser = _Parser(prog="%%gpulens", add_help=False, exit_on_error=False)
     parser.add_argument("--backend", choices=("auto", "cupti", "torch", "host"), default="auto")
-    # the cell's place in the notebook (1-based), which only the client knows: the kernel
-    # knows its execution count, which is not the cell's number
-    parser.add_argument("--cell", type=_cell_number, default=None)
     try:
         return parser.parse_args(shlex.split(line))
     except argparse.ArgumentError as error:
         raise ValueError(str(error)) from error
 
 
-def _cell_number(text: str) -> int:
-    if not text.isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(
-            f"takes the cell's number in the notebook (1, 2, ...), not {text!r}"
-        )
-    return int(text)
-
-
 def profile_cell_in_kernel(
-    shell: Any, cell: str, backend: str = "auto", number_in_notebook: int | None = None
+    shell: Any, cell: str, backend: str = "auto"
 ) -> tuple[dict[str, Any], BaseException | None]:
-    """Runs `cell` in `shell.user_ns` under the profiler: (payload, the cell's exception).
-    The payload's source names the cell by ``number_in_notebook`` when the client gave it,
-    and by its execution count (`In [9]`)."""
+    """Runs `cell` in `shell.user_ns` under the profiler: (payload, the cell's exception)."""
     from gpulens.profiler.attribution import attribute_records
     from gpulens.profiler.capture import profile_code
     from gpulens.profiler.report import build_payload
@@ -70,8 +57,7 @@ def profile_cell_in_kernel(
         attributed,
         source={
             "path": None,
-            "cell": number_in_notebook,
-            "execution_count": number,
+            "cell": number,
             "first_line": 2,
             "last_line": 1 + max(len(lines), 1),
         },
@@ -121,9 +107,7 @@ def _make_magics() -> Any:
                 raise UsageError(f"{error}; the cell did not run. {_USAGE}") from None
             from IPython.display import display
 
-            payload, raised = profile_cell_in_kernel(
-                self.shell, cell, options.backend, options.cell
-            )
+            payload, raised = profile_cell_in_kernel(self.shell, cell, options.backend)
             display(bundle(payload), raw=True)
             if raised is not None:
                 raise raised

@@ -178,8 +178,8 @@ def _transfers_cell(line: dict[str, Any]) -> str:
 
 def _location(payload: dict[str, Any]) -> str:
     source = payload.get("source", {})
-    where = _cell_name(source) if source.get("path") is None else source["path"]
-    if source.get("path") is not None and source.get("cell") is not None:
+    where = source.get("path") or "<cell>"
+    if source.get("cell") is not None:
         where += f" cell {source['cell']}"
     if source.get("first_line") and source.get("last_line"):
         where += f" (lines {source['first_line']}-{source['last_line']})"
@@ -454,20 +454,8 @@ def format_line_details(line: dict[str, Any], backend: str | None = None) -> str
     return "\n".join(out)
 
 
-def _cell_name(source: dict[str, Any]) -> str:
-    """A notebook cell as the notebook shows it: "notebook cell 4 (In [9])". The kernel knows
-    only the execution count; the cell's place comes from the client (`%%gpulens --cell`)."""
-    cell, count = source.get("cell"), source.get("execution_count")
-    name = "notebook cell" if cell is None else f"notebook cell {cell}"
-    if count is not None:
-        name += f" (In [{count}])" if cell is not None else f" In [{count}]"
-    return name
-
-
 def _run_name(payload: dict[str, Any]) -> str:
     source = payload.get("source") or {}
-    if source.get("path") is None and "execution_count" in source:
-        return _cell_name(source)
     name = str(source.get("path") or "the file").replace("\\", "/").rsplit("/", 1)[-1]
     cell = source.get("cell")
     if cell is None:

@@ -85,26 +85,6 @@ def test_magic_profiles_a_cell_with_the_kernel_state(kernel: Any) -> None:
     assert text.strip() == "18"  # the cell ran in the user's namespace
 
 
-def test_the_header_says_which_cell_it_means(kernel: Any) -> None:
-    """The kernel knows a cell's execution count, not its place in the notebook: the header
-    labels the count as Jupyter does (In [N]), and names the cell only when told which."""
-    execute(kernel, "%load_ext gpulens")
-    for _ in range(3):
-        execute(kernel, "pass")  # the execution count runs ahead of the cells' numbers
-    _, bundles, _ = execute(kernel, "%%gpulens --backend host\nx = 1")
-    payload = bundles[0][MIME]
-    count = payload["source"]["execution_count"]
-    assert count > 1 and payload["source"]["cell"] is None
-    header = bundles[0]["text/plain"].splitlines()[0]
-    assert f"notebook cell In [{count}]" in header and f"cell {count}" not in header
-
-    _, bundles, _ = execute(kernel, "%%gpulens --backend host --cell 2\nx = 1")
-    payload = bundles[0][MIME]
-    assert payload["source"]["cell"] == 2
-    header = bundles[0]["text/plain"].splitlines()[0]
-    assert f"notebook cell 2 (In [{payload['source']['execution_count']}])" in header
-
-
 def test_raising_cell_reports_then_raises_and_leaves_the_kernel_clean(kernel: Any) -> None:
     execute(kernel, "%load_ext gpulens")
     status, bundles, _ = execute(kernel, "%%gpulens --backend host\na = 1\nraise KeyError('k')")
