@@ -4,7 +4,7 @@
 -- train.py, other.py and cells.py) and GPULENS_RESULT (where to write what happened, as JSON).
 -- Works with the Neovim 0.7 API (vim.lsp.start_client) that later versions keep.
 
-local result = { messages = {}, steps = {} }
+local result = { messages = {}, errors = {} }
 local timeout = 20000
 
 local function finish()
@@ -14,12 +14,13 @@ local function finish()
   vim.cmd('qa!')
 end
 
+-- a step that fails is recorded and the next one runs: each test reads its own step
 local function step(name, fn)
   local ok, err = pcall(fn)
   if not ok then
-    result.error = name .. ': ' .. tostring(err)
-    error(result.error)
+    result.errors[name] = tostring(err)
   end
+  return ok
 end
 
 local function open(name)
@@ -47,9 +48,9 @@ local function wait_for(what, condition)
   end
 end
 
-local ok = pcall(function()
+local ok, err = pcall(function()
   local client_id
-  step('start', function()
+  local started = step('start', function()
     client_id = vim.lsp.start_client({
       name = 'gpulens',
       cmd = vim.fn.json_decode(vim.env.GPULENS_SERVER),
@@ -64,6 +65,9 @@ local ok = pcall(function()
     })
     assert(client_id, 'the client did not start')
   end)
+  if not started then
+    return
+  end
   local client = vim.lsp.get_client_by_id(client_id)
 
   -- diagnostics for a GPU001 file
@@ -148,5 +152,7 @@ local ok = pcall(function()
     wait_for('the server to exit', function() return vim.lsp.get_client_by_id(client_id) == nil end)
   end)
 end)
-result.ok = ok and result.error == nil
+if not ok then
+  result.errors.script = tostring(err)
+end
 finish()

@@ -74,13 +74,21 @@ def session(nvim: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str, An
     )
     assert result.exists(), f"Neovim wrote no result (exit {done.returncode}): {done.stderr}"
     seen = json.loads(result.read_text())
-    assert seen.get("ok"), f"{seen.get('error')}\n{done.stderr}"
+    seen["errors"] = seen["errors"] or {}  # Lua's empty table comes out as []
+    # errors of the session as a whole; each test checks its own step
+    whole = {k: v for k, v in seen["errors"].items() if k in ("start", "script", "stop")}
+    assert not whole, f"{whole}\n{done.stderr}"
     version = subprocess.run([nvim, "--version"], capture_output=True, text=True, check=True)
     seen["version"] = version.stdout.splitlines()[0]
     return seen
 
 
+def completed(session: dict[str, Any], step: str) -> None:
+    assert step not in session["errors"], f"{step}: {session['errors'][step]}"
+
+
 def test_diagnostics_appear_on_the_call(session: dict[str, Any]) -> None:
+    completed(session, "diagnostics")
     found = session["diagnostic"]
     assert (found["code"], found["source"]) == ("GPU001", "gpulens")
     line = TRAIN.splitlines()[found["lnum"]]
@@ -89,6 +97,7 @@ def test_diagnostics_appear_on_the_call(session: dict[str, Any]) -> None:
 
 
 def test_a_quick_fix_gives_the_fixed_file_and_nothing_more(session: dict[str, Any]) -> None:
+    completed(session, "quick-fix")
     assert "Suppress GPU001 on this line" in session["offered"]
     assert session["fixed"] == FIXED  # no blank line added at the end
 
@@ -96,6 +105,7 @@ def test_a_quick_fix_gives_the_fixed_file_and_nothing_more(session: dict[str, An
 def test_hover_is_the_rules_text(session: dict[str, Any]) -> None:
     from gpulens.analysis.rules import RULES
 
+    completed(session, "hover")
     hover = session["hover"]
     assert hover["kind"] == "markdown"  # Neovim prefers it
     assert hover["value"].startswith("**GPU001**")
@@ -103,6 +113,7 @@ def test_hover_is_the_rules_text(session: dict[str, Any]) -> None:
 
 
 def test_code_lenses_above_the_cells(session: dict[str, Any]) -> None:
+    completed(session, "code lens")
     markers = [n for n, line in enumerate(CELLS.splitlines()) if line.startswith("# %%")]
     assert [lens["line"] for lens in session["lenses"]] == markers
     assert all(lens["title"] == "▶ Profile cell" for lens in session["lenses"])
@@ -111,6 +122,7 @@ def test_code_lenses_above_the_cells(session: dict[str, Any]) -> None:
 def test_settings_apply_and_the_empty_section_warns_about_nothing(
     session: dict[str, Any],
 ) -> None:
+    completed(session, "settings")
     assert "GPU001" not in session["ignored"]
     assert "GPU001" in session["restored"]  # the section removed: the defaults are back
     assert session["messages"] == []  # `gpulens = {}` arrives as [] and is no error
