@@ -145,32 +145,25 @@ def test_initialization_options_shapes(options: dict) -> None:
 
 
 def test_plain_text_keeps_the_words_and_drops_the_marks() -> None:
+    from gpulens.analysis.rules import RULES
     from gpulens.lsp.markup import plain_text
-    from gpulens.profiler.report import format_line_details
 
-    line = {
-        "line": 9,
-        "hits": 200,
-        "host_s": 0.051,
-        "kernels": {
-            "count": 1400,
-            "gpu_s": 0.0087,
-            "top": [
-                {"name": "gemm|x", "count": 200, "gpu_s": 0.002},
-                {"name": "relu", "count": 1200, "gpu_s": 0.0067},
-            ],
-        },
-        "syncs": {"count": 200, "stall_s": 0.0022},
-        "hints": [{"message": "Pass `pin_memory=True` to the DataLoader"}],
-    }
-    markdown = format_line_details(line, "cupti")
-    assert "|" in markdown and "**" in markdown and "`" in markdown  # what there is to undo
-    plain = plain_text(markdown)
-    assert plain.splitlines()[0] == "gpulens profile · line 9 · cupti backend"
-    assert "**" not in plain and "---" not in plain
-    table = [row for row in plain.splitlines() if "launches" in row or row.startswith("relu")]
-    header, relu = table
-    assert header.split() == ["top", "kernels", "launches", "GPU", "time"]
-    assert header.index("launches") == relu.index("1.2k")  # columns aligned
-    # a character the Markdown escaped is the character again
-    assert "pin_memory=True" in plain
+    doc = RULES["GPU001"].doc
+    assert "```" in doc and "**" in doc and "`" in doc  # what there is to undo
+    plain = plain_text(doc)
+    assert "```" not in plain and "**" not in plain and "`" not in plain
+    fenced = doc.split("```python\n", 1)[1].split("```", 1)[0].splitlines()
+    for line in fenced:  # the code, as an indented block
+        assert f"    {line}".rstrip() in plain.splitlines()
+    assert doc.splitlines()[0] == plain.splitlines()[0]  # the words as they were
+
+
+def test_plain_text_aligns_a_tables_columns() -> None:
+    from gpulens.lsp.markup import plain_text
+
+    table = "| top kernels | launches |\n|---|---:|\n| `relu` | 1.2k |\n| `gemm\\|x` | 200 |"
+    assert plain_text(table).splitlines() == [
+        "top kernels  launches",
+        "relu         1.2k",
+        "gemm|x       200",
+    ]
