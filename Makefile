@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test test-python lint package wheel clean
+.PHONY: demo test test-python neovim-test lint package wheel clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -40,6 +40,12 @@ lint: $(STAMP)
 
 test-python: lint
 	$(BIN)/python -m pytest -m "not gpu"
+
+# Neovim's built-in LSP client, headless, against the server (test-python runs it too);
+# Debian's neovim is installed on first use, as the e2e tests install Chromium
+neovim-test: $(STAMP)
+	tests/editors/setup_neovim.sh >/dev/null
+	$(BIN)/python -m pytest tests/editors -p no:cacheprovider
 
 # the editor clients add their targets (vscode-test, lab-test, ...) in these fragments
 -include extension/make.mk

@@ -4,7 +4,7 @@ python benchmarks/status_poll.py refresh [--rounds 200]
     one full gpulens refresh of every GPU (target <= 1 ms) vs `nvidia-smi --query-gpu`
     and `gpustat --json` (if installed) per refresh, with ratios.
 
-python benchmarks/status_poll.py lsp-idle [--seconds 60] [--interval 1] [--bare]
+python benchmarks/status_poll.py lsp-idle [--seconds 60] [--interval 1]
     the language server's own CPU time while idle with status polling
     (target <= 0.5 % of one core), read from /proc/<pid>/stat.
 """
@@ -138,8 +138,8 @@ def _cpu_seconds(pid: int) -> tuple[float, float]:
     return own, children
 
 
-def bench_lsp_idle(seconds: float, interval: float, bare: bool, settle: float) -> dict[str, Any]:
-    module = ["gpulens.lsp.status"] if bare else ["gpulens", "serve"]
+def bench_lsp_idle(seconds: float, interval: float, settle: float) -> dict[str, Any]:
+    module = ["gpulens", "serve"]
     env = dict(os.environ)
     env["PYTHONPATH"] = (
         str(Path(__file__).resolve().parents[1] / "server") + os.pathsep + env.get("PYTHONPATH", "")
@@ -211,13 +211,12 @@ def main() -> int:
     idle.add_argument("--seconds", type=float, default=60.0)
     idle.add_argument("--interval", type=float, default=1.0)
     idle.add_argument("--settle", type=float, default=5.0)
-    idle.add_argument("--bare", action="store_true", help="a server with only the status feature")
     parser.add_argument("--json", action="store_true", help="print the results as JSON only")
     args = parser.parse_args()
     if args.mode == "refresh":
         result = bench_refresh(args.rounds, args.tool_rounds)
     else:
-        result = bench_lsp_idle(args.seconds, args.interval, args.bare, args.settle)
+        result = bench_lsp_idle(args.seconds, args.interval, args.settle)
     if args.json:
         print(json.dumps(result))
         return 0

@@ -142,3 +142,28 @@ def test_initialization_options_shapes(options: dict) -> None:
     parsed, problems = parse_settings(settings_from_initialization_options(options))
     assert parsed.device == "mps"
     assert problems == []
+
+
+def test_plain_text_keeps_the_words_and_drops_the_marks() -> None:
+    from gpulens.analysis.rules import RULES
+    from gpulens.lsp.markup import plain_text
+
+    doc = RULES["GPU001"].doc
+    assert "```" in doc and "**" in doc and "`" in doc  # what there is to undo
+    plain = plain_text(doc)
+    assert "```" not in plain and "**" not in plain and "`" not in plain
+    fenced = doc.split("```python\n", 1)[1].split("```", 1)[0].splitlines()
+    for line in fenced:  # the code, as an indented block
+        assert f"    {line}".rstrip() in plain.splitlines()
+    assert doc.splitlines()[0] == plain.splitlines()[0]  # the words as they were
+
+
+def test_plain_text_aligns_a_tables_columns() -> None:
+    from gpulens.lsp.markup import plain_text
+
+    table = "| top kernels | launches |\n|---|---:|\n| `relu` | 1.2k |\n| `gemm\\|x` | 200 |"
+    assert plain_text(table).splitlines() == [
+        "top kernels  launches",
+        "relu         1.2k",
+        "gemm|x       200",
+    ]

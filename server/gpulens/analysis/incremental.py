@@ -81,6 +81,8 @@ class BlockParser:
     def __init__(self) -> None:
         # (block text, its occurrence among equal blocks) -> its parse
         self._blocks: dict[tuple[str, int], _Block] = {}
+        # the last text parsed, and where its blocks start (None: one did not parse)
+        self._last: tuple[str, tuple[int, ...] | None] = ("", None)
 
     def parse(self, text: str) -> tuple[ast.Module, SyntaxProblem | None, frozenset[int]]:
         """The module, its first syntax problem, and the lines whose parse is not their
@@ -93,9 +95,11 @@ class BlockParser:
         body: list[ast.stmt] = []
         problem: SyntaxProblem | None = None
         repaired: set[int] = set()
+        block_lines: list[int] = []
         first = 0
         while first < len(starts) - 1:
             block, after = self._block(lines, starts, first, seen, kept)
+            block_lines.append(starts[first])
             if block.offset != starts[first]:
                 ast.increment_lineno(block.tree, starts[first] - block.offset)
                 block.offset = starts[first]
@@ -105,7 +109,15 @@ class BlockParser:
             repaired.update(block.offset + line for line in block.repaired)
             first = after
         self._blocks = kept
+        self._last = (text, None if problem is not None else tuple(block_lines))
         return ast.Module(body=body, type_ignores=[]), problem, frozenset(repaired)
+
+    def statement_starts(self, text: str) -> tuple[int, ...] | None:
+        """Where the top-level blocks of ``text`` start, if it is the last text parsed and
+        it parsed. Each block parsed on its own, so an edit that keeps the blocks it
+        touches parsing keeps the whole text parsing (`edits.apply_fixes`)."""
+        last, starts = self._last
+        return starts if last == text else None
 
     def _block(
         self,

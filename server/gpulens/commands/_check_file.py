@@ -9,19 +9,15 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gpulens.analysis import Analysis, Config, Edit, Finding, analyze, analyze_cells
-from gpulens.analysis.edits import apply_edits, first_safe_fix
+from gpulens.analysis import Config, Finding, analyze, analyze_cells
+from gpulens.analysis.edits import fix_until_stable, line_break_of
 from gpulens.analysis.encoding import SourceDecodeError, decode_source
 from gpulens.analysis.source import SyntaxProblem
-
-# Fixes can uncover or shift other findings; a few rounds reach a fixed point, and the cap
-# stops two rules that undo each other from looping forever.
-MAX_FIX_ROUNDS = 10
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,11 +84,12 @@ def _check_python(job: Job, result: FileResult) -> None:
     decoded = _decode(job)
     analysis = analyze(decoded.text, job.config)
     if job.fix:
-        text, fixed, count, note = _fix_rounds(
-            decoded.text, analysis, lambda t: analyze(t, job.config), decoded.newline
+        outcome = fix_until_stable(
+            [decoded.text], [analysis], lambda texts: [analyze(texts[0], job.config)]
         )
-        if note:
-            result.notes.append(note)
+        (text,), (fixed,), count = outcome.texts, outcome.analyses, outcome.fixed
+        if outcome.rejected:
+            result.notes.append(_BROKE_SYNTAX)
         if job.absolute is None:
             result.fixed_text = _restore_newlines(text, decoded.newline)
             analysis, result.fixed = fixed, count
@@ -118,7 +115,7 @@ def _decode(job: Job) -> _Decoded:
         except SourceDecodeError as error:
             raise _FileError(str(error)) from None
         text, encoding = decoded.text, decoded.encoding
-    newline = _newline_of(text)
+    newline = line_break_of(text)
     if newline == "\r":
         text = text.replace("\r", "\n")  # the analysis and the edits count lines by "\n"
     return _Decoded(text, encoding, newline, raw)
@@ -132,16 +129,6 @@ def _read(job: Job) -> bytes:
             f"{job.path}: cannot read it ({error.strerror or error}); check that it exists "
             "and that you may read it"
         ) from None
-
-
-def _newline_of(text: str) -> str:
-    index = text.find("\n")
-    cr = text.find("\r")
-    if cr == -1 and index == -1:
-        return "\n"
-    if cr == -1 or (index != -1 and index < cr):
-        return "\n"
-    return "\r\n" if text.startswith("\r\n", cr) else "\r"
 
 
 def _restore_newlines(text: str, newline: str) -> str:
@@ -207,66 +194,10 @@ def _replace_content(handle: int, data: bytes) -> None:
 # ---- fixing, shared by files and notebooks --------------------------------------------------
 
 
-def _fix_rounds(
-    text: str, analysis: Analysis, reanalyze: Any, newline: str
-) -> tuple[str, Analysis, int, str | None]:
-    """Apply the first safe fix of each finding until none is left or nothing changes."""
-    limit = None if analysis.syntax_problem is None else analysis.syntax_problem.line
-    fixed = 0
-    for _ in range(MAX_FIX_ROUNDS):
-        edits, count = select_fixes(analysis.findings, limit, newline)
-        if not edits:
-            break
-        candidate = apply_edits(text, edits)
-        if candidate == text:
-            break
-        after = reanalyze(candidate)
-        if limit is None and after.syntax_problem is not None:
-            return text, analysis, fixed, _BROKE_SYNTAX
-        text, analysis, fixed = candidate, after, fixed + count
-    return text, analysis, fixed, None
-
-
 _BROKE_SYNTAX = (
     "a fix would have made the file invalid Python, so it was not applied; "
     "please report this with the file"
 )
-
-
-def select_fixes(
-    findings: Iterable[Finding], limit: int | None, newline: str = "\n"
-) -> tuple[list[Edit], int]:
-    """The edits of the first safe fix of each finding, whole fixes only: a fix whose edits
-    overlap one already taken waits for the next round rather than being half applied.
-
-    With a syntax error at line ``limit`` (0-based), only fixes above it are taken: the
-    analysis did not see the text from there on, and a fix must not lose it.
-    """
-    taken: list[Edit] = []
-    count = 0
-    for finding in findings:
-        fix = first_safe_fix(finding)
-        if fix is None or not fix.edits:
-            continue
-        if limit is not None and any(e.span.end_line >= limit for e in fix.edits):
-            continue
-        if any(_overlap(edit, other) for edit in fix.edits for other in taken):
-            continue
-        taken.extend(_with_newline(edit, newline) for edit in fix.edits)
-        count += 1
-    return taken, count
-
-
-def _overlap(a: Edit, b: Edit) -> bool:
-    if a == b:
-        return False  # the same edit from two findings is applied once
-    return a.span.start < b.span.end and b.span.start < a.span.end
-
-
-def _with_newline(edit: Edit, newline: str) -> Edit:
-    if newline != "\r\n" or "\n" not in edit.new_text:
-        return edit
-    return Edit(edit.span, edit.new_text.replace("\r\n", "\n").replace("\n", "\r\n"))
 
 
 # ---- notebooks ------------------------------------------------------------------------------
@@ -283,9 +214,12 @@ def _check_notebook(job: Job, result: FileResult) -> None:
     sources = [_cell_source(job.path, i, cells[i]) for i in code]
     analyses = analyze_cells(sources, job.config)
     if job.fix:
-        fixed_sources, fixed, count, note = _fix_cells(sources, analyses, job.config)
-        if note:
-            result.notes.append(note)
+        outcome = fix_until_stable(
+            sources, analyses, lambda texts: analyze_cells(texts, job.config), cells=True
+        )
+        fixed_sources, fixed, count = list(outcome.texts), list(outcome.analyses), outcome.fixed
+        if outcome.rejected:
+            result.notes.append(_BROKE_SYNTAX)
         if fixed_sources != sources:
             for index, source in zip(code, fixed_sources, strict=True):
                 _set_cell_source(cells[index], source)
@@ -372,28 +306,3 @@ def _dump_notebook(notebook: dict[str, Any], raw: str) -> str:
     ascii_only = raw.isascii() and "\\u" in raw
     text = json.dumps(notebook, indent=indent, ensure_ascii=ascii_only)
     return text + "\n" if raw.endswith("\n") else text
-
-
-def _fix_cells(
-    sources: list[str], analyses: list[Analysis], config: Config
-) -> tuple[list[str], list[Analysis], int, str | None]:
-    problem_cell = next((i for i, a in enumerate(analyses) if a.syntax_problem), None)
-    fixed = 0
-    for _ in range(MAX_FIX_ROUNDS):
-        candidate = list(sources)
-        count = 0
-        for index, analysis in enumerate(analyses):
-            if problem_cell is not None and index > problem_cell:
-                break  # after a syntax error the analysis saw no reliable text
-            limit = analysis.syntax_problem.line if analysis.syntax_problem else None
-            edits, taken = select_fixes(analysis.findings, limit)
-            if edits:
-                candidate[index] = apply_edits(sources[index], edits)
-                count += taken
-        if candidate == sources:
-            break
-        after = analyze_cells(candidate, config)
-        if problem_cell is None and any(a.syntax_problem for a in after):
-            return sources, analyses, fixed, _BROKE_SYNTAX
-        sources, analyses, fixed = candidate, after, fixed + count
-    return sources, analyses, fixed, None

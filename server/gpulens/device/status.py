@@ -3,15 +3,17 @@
 ``build_status`` joins an NVML reading, the framework reports and ``CUDA_VISIBLE_DEVICES`` into
 the payload every client shows, with its words and figures already written in its ``display``
 block (`gpulens.device.display`): the clients draw those and format nothing. ``StatusSource``
-is the edge that gathers live readings for the CLI, the language server and Jupyter.
+is the edge that gathers live readings for the CLI, the language server and Jupyter;
+``StatusPoller`` hands them on at an interval.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import os
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from gpulens.device.display import status_display
@@ -24,6 +26,7 @@ from gpulens.device.nvml import NvmlMonitor, NvmlReading
 from gpulens.device.recorded import backend_from_env
 
 SCHEMA = "gpulens.status/2"
+logger = logging.getLogger(__name__)
 
 # Report keys that stay inside gpulens (diagnostics of the probe itself), not in the payload.
 _PRIVATE_REPORT_KEYS = frozenset({"installed", "python", "python_version", "cuda_visible_devices"})
@@ -165,3 +168,82 @@ def shared_source() -> StatusSource:
         if not _shared:
             _shared.append(StatusSource())
         return _shared[0]
+
+
+# --- polling ------------------------------------------------------------------------------------
+
+DEFAULT_INTERVAL_S = 2.0
+# Faster than this is noise for a status bar and only costs the user's CPU.
+MIN_INTERVAL_S = 0.25
+
+
+class StatusPoller:
+    """Hands a payload of ``source`` to ``publish`` every ``interval_s``, and once more the
+    moment the framework probe has answered (the first payloads say it is still running).
+
+    For whatever pushes the status to a client: the language server's notifications, a
+    Jupyter route that streams it. One daemon thread sleeps on an Event between reads (no busy
+    loop); ``publish`` runs on that thread, so it should hand the payload on (to an event
+    loop, with ``call_soon_threadsafe``) rather than block.
+    """
+
+    def __init__(
+        self,
+        source: StatusSource,
+        publish: Callable[[dict[str, Any]], None],
+        interval_s: float = DEFAULT_INTERVAL_S,
+    ) -> None:
+        self._source = source
+        self._publish = publish
+        self._interval_s = max(MIN_INTERVAL_S, interval_s)
+        self._wake = threading.Event()
+        self._stopped = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.published = 0
+
+    @property
+    def interval_s(self) -> float:
+        return self._interval_s
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def start(self) -> None:
+        """Publish now, then every interval; again as soon as the frameworks are probed."""
+        if self._thread is not None:
+            return
+        self._thread = threading.Thread(target=self._run, name="gpulens-status", daemon=True)
+        self._thread.start()
+        threading.Thread(
+            target=self._publish_when_probed, name="gpulens-probe-wait", daemon=True
+        ).start()
+
+    def set_interval(self, interval_s: float) -> None:
+        interval_s = max(MIN_INTERVAL_S, interval_s)
+        if interval_s != self._interval_s:
+            self._interval_s = interval_s
+            self._wake.set()  # the new interval applies now, not after the old one runs out
+
+    def poke(self) -> None:
+        """Publish now."""
+        self._wake.set()
+
+    def stop(self) -> None:
+        self._stopped.set()
+        self._wake.set()
+
+    def _publish_when_probed(self) -> None:
+        self._source.probes.get(block=True)
+        if not self._stopped.is_set():
+            self.poke()
+
+    def _run(self) -> None:
+        while not self._stopped.is_set():
+            try:
+                self._publish(self._source.snapshot())
+                self.published += 1
+            except Exception:  # a failed read must not end the status bar's updates
+                logger.exception("gpulens status poll failed")
+            self._wake.wait(self._interval_s)
+            self._wake.clear()

@@ -1,9 +1,12 @@
-"""jupyter-lsp spec: JupyterLab-LSP users get gpulens' diagnostics and fixes in notebook cells."""
+"""jupyter-lsp spec: JupyterLab-LSP users get gpulens' diagnostics and fixes in notebook cells,
+and its settings in JupyterLab's settings editor (`config_schema`)."""
 
 from __future__ import annotations
 
 import sys
 from typing import Any
+
+from gpulens.lsp.schema import settings_schema
 
 
 def gpulens_spec(manager: Any) -> dict[str, dict[str, Any]]:
@@ -23,5 +26,6 @@ def gpulens_spec(manager: Any) -> dict[str, dict[str, Any]]:
             "install": {"pip": "pip install gpulens"},
             "env": {"PYTHONUNBUFFERED": "1"},
             "requires_documents_on_disk": False,
+            "config_schema": settings_schema(),
         }
     }

@@ -1,8 +1,12 @@
 """Code actions: quick-fixes bound to their diagnostics, "Suppress GPUxxx on this line",
-`source.fixAll.gpulens`, and the selection refactors as `refactor.rewrite`.
+`source.fixAll.gpulens` (VS Code's fix on save asks for it), and the selection refactors as
+`refactor.rewrite`.
 
-The actions are built in a worker thread from the latest analysis: the fix-all loop and the
-refactors parse the text again, which must not hold up the event loop.
+Fixes are applied as `gpulens check --fix` applies them (`analysis.edits`): a quick-fix is
+offered only if its edits leave the file parsing, and fix-all takes each fix whole or not at
+all, round after round. The actions are built in a worker thread from the latest analysis:
+the checks, the fix-all rounds and the refactors parse the text again, which must not hold
+up the event loop.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from pygls.workspace.position_codec import PositionCodec
 
 from gpulens.analysis import Analysis, Edit, Finding, Span
 from gpulens.analysis.config import suppression_edit
-from gpulens.analysis.edits import apply_edits, first_safe_fix, fix_all_edits
+from gpulens.analysis.edits import apply_fixes, first_safe_fix, fix_until_stable
 from gpulens.analysis.incremental import DocumentAnalyzer
 from gpulens.lsp.convert import (
     SOURCE,
@@ -40,10 +44,6 @@ REFACTOR = types.CodeActionKind.RefactorRewrite.value
 FIX_ALL = f"{types.CodeActionKind.SourceFixAll.value}.{SOURCE}"
 KINDS = [QUICK_FIX, REFACTOR, FIX_ALL]
 FIX_ALL_TITLE = "Fix all gpulens problems"
-
-# A fix can enable another (a variable moved to the device makes a later copy redundant);
-# five rounds settle every case we know, and bound the cost of a pathological one.
-MAX_FIX_ALL_ROUNDS = 5
 
 
 def wanted(kind: str, only: Sequence[str] | None) -> bool:
@@ -68,6 +68,10 @@ class ActionRequest:
     # the client can fill in an action's edit later (codeAction/resolve): the costly
     # fix-all is then computed only when the user picks it
     resolves_edits: bool = False
+    # where the text's top-level statements start, if its analysis parsed them all
+    statement_starts: tuple[int, ...] | None = None
+    # the analyses of every text of the snapshot (a notebook's cells), ``analysis`` among them
+    analyses: Sequence[Analysis] = ()
 
     @property
     def uri(self) -> str:
@@ -129,9 +133,15 @@ def _quick_fixes(
     request: ActionRequest, index: LineIndex, findings: Sequence[Finding]
 ) -> list[types.CodeAction]:
     actions = []
+    cell = request.snapshot.is_notebook
     for finding in findings:
         preferred = first_safe_fix(finding)
         for fix in finding.fixes:
+            applied = apply_fixes(
+                request.text, [fix], cell=cell, statement_starts=request.statement_starts
+            )
+            if not applied.applied:
+                continue  # it would leave the file unparsable: a bug of its rule, not offered
             actions.append(
                 types.CodeAction(
                     title=fix.title,
@@ -183,25 +193,24 @@ def _refactors(request: ActionRequest, index: LineIndex, selection: Span) -> lis
     ]
 
 
-def fixed_text(snapshot: Snapshot, position: int, first: Analysis) -> str:
-    """The text after applying the first safe fix of every finding until nothing changes."""
-    text = snapshot.texts[position]
-    analysis: Analysis | None = first
+def fixed_text(snapshot: Snapshot, position: int, analyses: Sequence[Analysis]) -> str:
+    """The text at ``position`` after fix-all: the first safe fix of every finding, round
+    after round until nothing changes, as `gpulens check --fix` makes it."""
     analyzer = DocumentAnalyzer()  # each round's text differs from the last in a few lines
-    for _ in range(MAX_FIX_ALL_ROUNDS):
-        if analysis is None:
-            break
-        new_text = apply_edits(text, fix_all_edits(analysis.findings))
-        if new_text == text:
-            break
-        text = new_text
-        analyses = analyse(snapshot.with_text(position, text), analyzer)
-        analysis = None if analyses is None else analyses[position]
-    return text
+
+    def reanalyze(texts: list[str]) -> list[Analysis]:
+        found = analyse(snapshot.with_texts(texts), analyzer)
+        return [Analysis([]) for _ in texts] if found is None else found
+
+    fixed = fix_until_stable(
+        snapshot.texts, analyses, reanalyze, cells=snapshot.is_notebook, only=position
+    )
+    return fixed.texts[position]
 
 
 def _fix_all(request: ActionRequest, index: LineIndex) -> types.CodeAction | None:
-    after = fixed_text(request.snapshot, request.index, request.analysis)
+    analyses = request.analyses or [request.analysis]
+    after = fixed_text(request.snapshot, request.index, analyses)
     if after == request.text:
         return None
     edit = minimal_replacement(request.text, after)
@@ -245,6 +254,8 @@ async def _request_for(
         codec=ls.workspace.position_codec,
         versioned_edits=_versioned_edits(ls),
         resolves_edits=_resolves_edits(ls),
+        statement_starts=result.statement_starts,
+        analyses=result.analyses or (),
     )
 
 

@@ -81,6 +81,21 @@ class LineIndex:
     def end(self) -> types.Position:
         return self.to_client(len(self.lines) - 1, len(self._line(len(self.lines) - 1)))
 
+    def off_the_end(self, edit: Edit) -> Edit:
+        """``edit``, or the same change made before the text's final line break when it
+        would add whole lines after it. Editors that hold a text as lines with an implied
+        final break (Neovim) append such an edit as lines, and its own final break as one
+        more: an empty line the user never asked for. Same text, in any editor."""
+        last = len(self.lines) - 1
+        span = edit.span
+        if last == 0 or self.lines[last] or span.line < last:
+            return edit  # no final line break, or the edit starts before it
+        ending = self.lines[last - 1][len(self._line(last - 1)) :]
+        if not edit.new_text.endswith(ending):
+            return edit
+        before = Span.point(last - 1, len(self._line(last - 1)))
+        return Edit(before, ending + edit.new_text[: -len(ending)])
+
 
 def _column(line: str, character: int, codec: PositionCodec) -> int:
     """The code-point column of ``character`` client units into ``line`` (no line break),
@@ -134,7 +149,7 @@ def finding_to_diagnostic(finding: Finding, index: LineIndex) -> types.Diagnosti
 def edits_to_text_edits(edits: Iterable[Edit], index: LineIndex) -> list[types.TextEdit]:
     return [
         types.TextEdit(range=index.span_to_range(edit.span), new_text=edit.new_text)
-        for edit in edits
+        for edit in map(index.off_the_end, edits)
     ]
 
 

@@ -30,6 +30,7 @@ from gpulens.lsp.documents import (
     analyse,
     open_targets,
     snapshot_of,
+    statement_starts,
     target_of,
 )
 from gpulens.lsp.settings import FIRST_SETTINGS_TIMEOUT_S
@@ -58,6 +59,8 @@ class Result:
 
     snapshot: Snapshot
     analyses: Sequence[Analysis] | None
+    # a text document's top-level statements, where its analysis parsed them all
+    statement_starts: tuple[int, ...] | None = None
 
     def analysis_of(self, uri: str) -> tuple[str, Analysis] | None:
         index = self.snapshot.index_of(uri)
@@ -137,11 +140,12 @@ class DiagnosticsScheduler:
                 analyses = await asyncio.get_running_loop().run_in_executor(
                     self.pool, analyse, snapshot, analyzer
                 )
+                starts = statement_starts(snapshot, analyzer)
             except Exception:
                 # a bug in a rule costs this text its findings, never the session
                 self._report_failure(snapshot)
-                analyses = [Analysis([]) for _ in snapshot.texts]
-            result = Result(snapshot, analyses)
+                analyses, starts = [Analysis([]) for _ in snapshot.texts], None
+            result = Result(snapshot, analyses, starts)
             future.set_result(result)
         except asyncio.CancelledError:
             future.cancel()
@@ -220,17 +224,3 @@ class DiagnosticsScheduler:
         for timer in self._timers.values():
             timer.cancel()
         self.pool.shutdown(wait=False, cancel_futures=True)
-
-
-def register(server: GpulensServer) -> None:
-    @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
-    def did_open(ls: GpulensServer, params: types.DidOpenTextDocumentParams) -> None:
-        ls.diagnostics.schedule(params.text_document.uri, delay_s=0)
-
-    @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
-    def did_change(ls: GpulensServer, params: types.DidChangeTextDocumentParams) -> None:
-        ls.diagnostics.schedule(params.text_document.uri)
-
-    @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
-    def did_close(ls: GpulensServer, params: types.DidCloseTextDocumentParams) -> None:
-        ls.diagnostics.forget(params.text_document.uri, [params.text_document.uri])

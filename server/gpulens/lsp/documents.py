@@ -14,6 +14,7 @@ from lsprotocol import types
 
 from gpulens.analysis import Analysis, Config, analyze_cells
 from gpulens.analysis.incremental import DocumentAnalyzer
+from gpulens.analysis.wrapped_magics import analyze_text
 
 if TYPE_CHECKING:
     from pygls.workspace import TextDocument
@@ -34,9 +35,8 @@ class Snapshot:
     config: Config
     is_notebook: bool
 
-    def with_text(self, index: int, text: str) -> Snapshot:
-        texts = (*self.texts[:index], text, *self.texts[index + 1 :])
-        return replace(self, texts=texts)
+    def with_texts(self, texts: list[str]) -> Snapshot:
+        return replace(self, texts=tuple(texts))
 
     def index_of(self, uri: str) -> int | None:
         wanted = unquote(uri)
@@ -67,13 +67,23 @@ def analyse(snapshot: Snapshot, analyzer: DocumentAnalyzer) -> list[Analysis] | 
     """One Analysis per text of ``snapshot``; None when it is too large to analyse.
 
     Runs in a worker thread; ``analyzer`` reuses what the document's earlier versions
-    computed, and gives what a fresh analysis would.
+    computed, and gives what a fresh analysis would. A text document is analysed with the
+    bodies of the cell magics JupyterLab-LSP wraps in strings as code (`wrapped_magics`).
     """
     if snapshot.size > MAX_ANALYSED_CHARS:
         return None
     if snapshot.is_notebook:
         return analyze_cells(list(snapshot.texts), snapshot.config, analyzer)
-    return [analyzer.analyze(snapshot.texts[0], snapshot.config)]
+    return [analyze_text(snapshot.texts[0], snapshot.config, analyzer)]
+
+
+def statement_starts(snapshot: Snapshot, analyzer: DocumentAnalyzer) -> tuple[int, ...] | None:
+    """Where the top-level statements of a text document start, as its analysis found them
+    (None for a notebook, or a text that did not parse): fixes are then checked by parsing
+    only the statements they touch."""
+    if snapshot.is_notebook:
+        return None
+    return analyzer.blocks.statement_starts(snapshot.texts[0])
 
 
 def open_document(ls: GpulensServer, uri: str) -> TextDocument | None:

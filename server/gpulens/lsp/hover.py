@@ -1,4 +1,5 @@
-"""Hover on a finding: the rule's documentation (what happens on the GPU, bad and good code)."""
+"""Hover on a finding: the rule's documentation (what happens on the GPU, bad and good code),
+then a profiled line's costs; Markdown, or plain text for clients that prefer it."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from lsprotocol import types
 from gpulens.analysis import Finding, Span
 from gpulens.lsp import profiling
 from gpulens.lsp.convert import LineIndex
+from gpulens.lsp.markup import markup, preferred_kind
 
 if TYPE_CHECKING:
     from gpulens.lsp.server import GpulensServer
@@ -46,10 +48,7 @@ def hover_text(findings: Sequence[Finding]) -> str:
 def _markup_kind(ls: GpulensServer) -> types.MarkupKind:
     document = ls.client_capabilities.text_document
     hover = None if document is None else document.hover
-    formats = None if hover is None else hover.content_format
-    if formats and types.MarkupKind.Markdown not in formats:
-        return types.MarkupKind.PlainText
-    return types.MarkupKind.Markdown
+    return preferred_kind(None if hover is None else hover.content_format)
 
 
 def register(server: GpulensServer) -> None:
@@ -57,9 +56,17 @@ def register(server: GpulensServer) -> None:
     async def hover(ls: GpulensServer, params: types.HoverParams) -> types.Hover | None:
         # pygls takes one handler per method: a profiled line's costs join the findings here
         found = await findings_hover(ls, params)
-        return profiling.add_profile_hover(ls, params, found, _markup_kind(ls))
+        details = profiling.profile_details(ls, params.text_document.uri, params.position.line)
+        parts = [text for text in (found and found[0], details) if text]
+        if not parts:
+            return None
+        contents = markup("\n\n---\n\n".join(parts), _markup_kind(ls))
+        return types.Hover(contents=contents, range=found[1] if found else None)
 
-    async def findings_hover(ls: GpulensServer, params: types.HoverParams) -> types.Hover | None:
+    async def findings_hover(
+        ls: GpulensServer, params: types.HoverParams
+    ) -> tuple[str, types.Range] | None:
+        """The findings under the cursor, as Markdown, and the range of the first."""
         uri = params.text_document.uri
         result = await ls.diagnostics.current(uri)
         found = None if result is None else result.analysis_of(uri)
@@ -72,7 +79,4 @@ def register(server: GpulensServer) -> None:
         here = [f for f in analysis.findings if f.span.contains(point)]
         if not here:
             return None
-        return types.Hover(
-            contents=types.MarkupContent(kind=_markup_kind(ls), value=hover_text(here)),
-            range=index.span_to_range(here[0].span),
-        )
+        return hover_text(here), index.span_to_range(here[0].span)

@@ -5,11 +5,11 @@ Code runs only when the client executes `gpulens.profileCell {uri, line}` (line 
 never on open, save, code lens or hover, and never where the client said the folder is not
 trusted (`gpulens.lsp.trust`: the command then answers with the reason). The cell holding that
 line runs in a subprocess of `gpulens.profile.python` (default: the server's interpreter) under
-`gpulens.profile.timeoutSeconds` (`gpulens.profiler.runner`), in the file's folder, as editors
-run a cell; the command answers with the `gpulens.profile/2` payload, so a client may draw it
-itself, and the server keeps its lines to draw them as inlay hints. The runner waits in a
-daemon thread: a server that exits (or is killed) mid-profile is not held up by it, and the
-subprocess ends with the server.
+`gpulens.profile.timeoutSeconds`, in the file's folder, as editors run a cell; the command
+answers with the `gpulens.profile/2` payload, so a client may draw it itself, and the server
+keeps its lines to draw them as inlay hints. The subprocess, its stopping and killing are
+`gpulens.profiler.runner.BackgroundProfile`'s: a server that exits (or is killed) mid-profile
+is not held up by it, and the subprocess ends with the server.
 
 Lenses: "Profile cell" above each `# %%` cell with code; none in a file without markers,
 because every module of a project would carry one and most are not scripts. The command works
@@ -22,23 +22,18 @@ count the other's GPU work as their own. It reports `$/progress` when the client
 (SIGINT, so the lines that ran are still drawn). `$/cancelRequest` on the executeCommand
 request kills the subprocess and its process group at once.
 
-Results are kept per open document by line: an edit drops the lines it touches and moves the
-lines after it, closing the document drops them all.
+Results are kept per open document by line (`Profiles`, one per server): an edit drops the
+lines it touches and moves the lines after it, closing the document drops them all.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import logging
 import os
-import signal
-import subprocess
-import threading
 import time
 import uuid
-import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -53,13 +48,12 @@ from gpulens.analysis.source import source_lines
 from gpulens.lsp.convert import LineIndex
 from gpulens.lsp.documents import notebook_of, open_document
 from gpulens.lsp.settings import plain
-from gpulens.lsp.status import _chain_builtin
 from gpulens.lsp.text_documents import LspTextDocument
 from gpulens.lsp.trust import UNTRUSTED_LENS, UNTRUSTED_PROFILE, may_profile
 from gpulens.profiler.cells import Cell, cell_at_line, split_cells
 from gpulens.profiler.display import annotate
 from gpulens.profiler.report import failed_payload
-from gpulens.profiler.runner import ProfileRequestError, run_profile
+from gpulens.profiler.runner import BackgroundProfile
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
@@ -70,9 +64,7 @@ logger = logging.getLogger(__name__)
 
 PROFILE_CELL = "gpulens.profileCell"
 CLEAR_PROFILE = "gpulens.clearProfile"
-# after a cancelled progress interrupts the cell, how long it may take to write what ran
-INTERRUPT_GRACE_S = 3.0
-# a stop that has not seen the subprocess end by then gives up (the runner's timeout remains)
+# a killed run that has not returned by then is left behind (its subprocess is gone)
 STOP_GIVE_UP_S = 30.0
 PROGRESS_EVERY_S = 1.0
 
@@ -136,76 +128,50 @@ class DocumentProfile:
 
     lines: dict[int, dict[str, Any]] = field(default_factory=dict)
     backend: str | None = None
+    text: str = ""  # the document's text the lines are numbered in
 
 
-@dataclass
-class ProfileState:
-    documents: dict[str, DocumentProfile] = field(default_factory=dict)
-    # one profile at a time: concurrent ones would count each other's GPU work
-    running: asyncio.Lock = field(default_factory=asyncio.Lock)
-    # the running profile's subprocess, handed over by the runner as soon as it starts
-    process: subprocess.Popen[bytes] | None = None
+class Profiles:
+    """The profiles of one server: each open document's profiled lines, and the run going on."""
 
-    def running_pids(self) -> list[int]:
-        process = self.process
-        return [process.pid] if process is not None and process.poll() is None else []
+    def __init__(self) -> None:
+        self.documents: dict[str, DocumentProfile] = {}
+        # one profile at a time: concurrent ones would count each other's GPU work
+        self.one_at_a_time = asyncio.Lock()
+        self.running: BackgroundProfile | None = None
 
-    def started(self, process: subprocess.Popen[bytes]) -> None:
-        self.process = process
+    def of(self, uri: str) -> DocumentProfile | None:
+        return self.documents.get(_key(uri))
+
+    def edited(self, params: types.DidChangeTextDocumentParams, codec: PositionCodec) -> None:
+        """Move the document's profiled lines with the edit (the lines it touches go)."""
+        profile = self.of(params.text_document.uri)
+        if profile is None:
+            return
+        copy = LspTextDocument(params.text_document.uri, profile.text, position_codec=codec)
+        old = lines_of(copy.source)
+        for change in params.content_changes:
+            copy.apply_change(change)
+            new = lines_of(copy.source)
+            profile.lines = carry_over(old, new, profile.lines)
+            old = new
+        profile.text = copy.source
+
+    def closed(self, uri: str) -> None:
+        self.documents.pop(_key(uri), None)
+
+    def kill(self) -> None:
+        """End the running profile now (at shutdown: it would keep the process alive)."""
+        if self.running is not None:
+            self.running.kill()
 
 
-_STATES: weakref.WeakKeyDictionary[Any, ProfileState] = weakref.WeakKeyDictionary()
 # LineIndex needs a codec only to count columns; splitting lines does not depend on it
 _CODEC = PositionCodec()
 
 
-def state_of(ls: Any) -> ProfileState:
-    state = _STATES.get(ls)
-    if state is None:
-        state = _STATES[ls] = ProfileState()
-    return state
-
-
 def _key(uri: str) -> str:
     return unquote(uri)
-
-
-# --- the subprocess -----------------------------------------------------------------------------
-
-
-def _signal_group(pid: int, number: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, number)  # the runner starts each child in a session of its own
-
-
-def kill_profiles(state: ProfileState) -> None:
-    if hasattr(os, "killpg"):
-        for pid in state.running_pids():
-            _signal_group(pid, signal.SIGKILL)
-
-
-async def stop_profile(state: ProfileState, worker: asyncio.Future[Any], graceful: bool) -> None:
-    """End the running profile's subprocess and wait for the runner to return.
-
-    `graceful`: interrupt first (the cell stops where it is and the lines that ran are
-    written), kill after INTERRUPT_GRACE_S; otherwise kill at once. Looks again until the
-    runner returns, because a stop may come before the runner has started the subprocess.
-    """
-    if not hasattr(os, "killpg"):
-        logger.warning("gpulens: this platform cannot stop a running profile")
-        return
-    loop = asyncio.get_running_loop()
-    started = loop.time()
-    interrupted: set[int] = set()
-    while not worker.done() and loop.time() - started < STOP_GIVE_UP_S:
-        kill = not graceful or loop.time() - started >= INTERRUPT_GRACE_S
-        for pid in state.running_pids():
-            if kill:
-                _signal_group(pid, signal.SIGKILL)
-            elif pid not in interrupted:
-                interrupted.add(pid)
-                _signal_group(pid, signal.SIGINT)
-        await asyncio.wait({worker}, timeout=0.05)
 
 
 @dataclass(frozen=True)
@@ -217,44 +183,15 @@ class ProfileRequest:
     timeout_s: float | None
     label: str  # "cell 2 of train.py", for the progress title
 
-
-def in_daemon_thread(function: Callable[[], T]) -> asyncio.Future[T]:
-    """`function()` in a daemon thread, as a future of the running loop. Unlike
-    `asyncio.to_thread`, interpreter exit does not wait for it."""
-    loop = asyncio.get_running_loop()
-    future: asyncio.Future[T] = loop.create_future()
-
-    def settle(outcome: Callable[[], None]) -> None:
-        if not future.done():
-            outcome()
-
-    def work() -> None:
-        try:
-            outcome = functools.partial(future.set_result, function())
-        except BaseException as error:
-            outcome = functools.partial(future.set_exception, error)
-        with contextlib.suppress(RuntimeError):  # the loop closed: nobody waits any more
-            loop.call_soon_threadsafe(settle, outcome)
-
-    threading.Thread(target=work, name="gpulens-profile", daemon=True).start()
-    return future
-
-
-def _run(request: ProfileRequest, state: ProfileState) -> dict[str, Any]:
-    """The runner, with a request it cannot run (no such line, unreadable file) as a payload."""
-    try:
-        return run_profile(
-            request.path,
-            text=request.text,
-            line=request.line + 1,
-            python=request.python,
-            timeout=request.timeout_s,
-            on_start=state.started,
-            cwd=os.path.dirname(os.path.abspath(request.path)),
+    def start(self) -> BackgroundProfile:
+        return BackgroundProfile(
+            self.path,
+            text=self.text,
+            line=self.line + 1,
+            python=self.python,
+            timeout=self.timeout_s,
+            cwd=os.path.dirname(os.path.abspath(self.path)),
         )
-    except ProfileRequestError as error:
-        source = {"path": request.path, "cell": None, "first_line": request.line + 1}
-        return failed_payload(source, str(error), "RequestError")
 
 
 # --- commands -----------------------------------------------------------------------------------
@@ -356,7 +293,6 @@ class Progress:
 
 
 async def run_profile_command(ls: Any, uri: str, line: int) -> dict[str, Any]:
-    state = state_of(ls)
     task = asyncio.current_task()
     if task is not None:
         _cancel_with_request(ls, task)
@@ -388,9 +324,9 @@ async def run_profile_command(ls: Any, uri: str, line: int) -> dict[str, Any]:
         python = settings.profile_python and os.path.expanduser(settings.profile_python)
         label = cell_label(split_cells(text), line, name) if text is not None else name
         request = ProfileRequest(path, text, line, python, settings.profile_timeout_seconds, label)
-        payload = await _profile(ls, state, request)
+        payload = await _profile(ls, request)
         if text is not None:
-            _keep(ls, state, uri, lines_of(text), payload)
+            _keep(ls, uri, text, payload)
     shown = payload["display"]
     if shown["message"] is not None:
         kind = _MESSAGE_TYPES.get(shown["level"], types.MessageType.Error)
@@ -405,24 +341,30 @@ _MESSAGE_TYPES = {
 }
 
 
-async def _profile(ls: Any, state: ProfileState, request: ProfileRequest) -> dict[str, Any]:
+async def _profile(ls: Any, request: ProfileRequest) -> dict[str, Any]:
+    profiles: Profiles = ls.profiles
     progress = Progress(ls)
     await progress.begin(f"gpulens: profiling {request.label}")
     summary: str | None = "cancelled"
     try:
-        if state.running.locked():
+        if profiles.one_at_a_time.locked():
             progress.report("waiting for the profile already running")
-        async with state.running:
+        async with profiles.one_at_a_time:
             started = time.monotonic()
-            worker = in_daemon_thread(lambda: _run(request, state))
+            run = profiles.running = request.start()
+            worker = asyncio.wrap_future(run.future)
             try:
                 cancelled = await _wait(worker, progress, started)
             except asyncio.CancelledError:
                 # the request was cancelled: nobody wants the figures, stop at once
-                await stop_profile(state, worker, graceful=False)
+                run.kill()
+                with contextlib.suppress(Exception):
+                    await asyncio.wait({worker}, timeout=STOP_GIVE_UP_S)
                 raise
+            finally:
+                profiles.running = None if profiles.running is run else profiles.running
             if cancelled:
-                await stop_profile(state, worker, graceful=True)
+                run.interrupt()  # the lines that ran are still drawn
             payload: dict[str, Any] = await worker
             if cancelled:
                 error = payload.get("error") or {}
@@ -452,24 +394,23 @@ async def _wait(worker: asyncio.Future[Any], progress: Progress, started: float)
         cancel.cancel()
 
 
-def _keep(
-    ls: Any, state: ProfileState, uri: str, profiled: list[str], payload: dict[str, Any]
-) -> None:
+def _keep(ls: Any, uri: str, profiled: str, payload: dict[str, Any]) -> None:
     """Store the payload's lines for the document (replacing the profiled cell's old ones),
     moved onto the document's text if it changed while the cell ran."""
     document = open_document(ls, uri)
     if document is None or not payload.get("lines"):
         return
-    key = _key(uri)
-    profile = state.documents.setdefault(key, DocumentProfile())
+    profiles: Profiles = ls.profiles
+    profile = profiles.documents.setdefault(_key(uri), DocumentProfile())
     source = payload.get("source") or {}
     first = int(source.get("first_line") or 1) - 1
     last = int(source.get("last_line") or first + 1) - 1
     kept = {n: cost for n, cost in profile.lines.items() if not first <= n <= last}
     fresh = {int(cost["line"]) - 1: cost for cost in payload["lines"]}
-    fresh = carry_over(profiled, lines_of(document.source), fresh)
+    fresh = carry_over(lines_of(profiled), lines_of(document.source), fresh)
     profile.lines = {**kept, **fresh}
     profile.backend = payload.get("backend")
+    profile.text = document.source
     refresh(ls)
 
 
@@ -493,32 +434,20 @@ def refresh(ls: Any) -> None:
 
 def profile_at(ls: Any, uri: str, line: int) -> tuple[dict[str, Any], str | None] | None:
     """The profiled line at 0-based `line` of `uri` and the run's backend, if any."""
-    profile = state_of(ls).documents.get(_key(uri))
+    profile = ls.profiles.of(uri)
     if profile is None or line not in profile.lines:
         return None
     return profile.lines[line], profile.backend
 
 
-def add_profile_hover(
-    ls: Any, params: types.HoverParams, hover: types.Hover | None, kind: types.MarkupKind
-) -> types.Hover | None:
-    """`hover` (the findings') with the profiled line's details after it, if it has some."""
-    found = profile_at(ls, params.text_document.uri, params.position.line)
-    if found is None:
-        return hover
-    details = found[0]["hover"]
-    if hover is None:
-        return types.Hover(contents=types.MarkupContent(kind=kind, value=details))
-    contents = hover.contents
-    value = contents.value if isinstance(contents, types.MarkupContent) else str(contents)
-    return types.Hover(
-        contents=types.MarkupContent(kind=kind, value=f"{value}\n\n---\n\n{details}"),
-        range=hover.range,
-    )
+def profile_details(ls: Any, uri: str, line: int) -> str | None:
+    """The Markdown details of the profiled line at 0-based `line` of `uri`, if any."""
+    found = profile_at(ls, uri, line)
+    return None if found is None else found[0]["hover"]
 
 
 def inlay_hints(ls: Any, uri: str, within: types.Range) -> list[types.InlayHint]:
-    profile = state_of(ls).documents.get(_key(uri))
+    profile = ls.profiles.of(uri)
     document = open_document(ls, uri)
     if profile is None or document is None:
         return []
@@ -543,7 +472,7 @@ def code_lenses(ls: Any, uri: str) -> list[types.CodeLens]:
     document = open_document(ls, uri)
     if document is None or notebook_of(ls, uri) is not None:
         return []
-    profile = state_of(ls).documents.get(_key(uri))
+    profile = ls.profiles.of(uri)
     title = "▶ Profile cell" if may_profile(ls.settings.workspace_trusted) else UNTRUSTED_LENS
     lenses = []
     for cell in split_cells(document.source):
@@ -580,7 +509,8 @@ def code_lenses(ls: Any, uri: str) -> list[types.CodeLens]:
 
 
 def register(server: GpulensServer) -> None:
-    state = state_of(server)
+    """The commands, lenses and inlay hints; the server hands edits and closes of documents
+    to `Profiles` (pygls takes one handler per method)."""
 
     # pygls reads a command handler's annotations at run time to convert its arguments, so
     # they may only name what exists then
@@ -591,7 +521,7 @@ def register(server: GpulensServer) -> None:
 
     @server.command(CLEAR_PROFILE)
     def clear_profile(ls: Any, *arguments: object) -> dict[str, int]:
-        removed = state.documents.pop(_key(uri_argument(arguments)), None)
+        removed = ls.profiles.documents.pop(_key(uri_argument(arguments)), None)
         refresh(ls)
         return {"cleared": 0 if removed is None else len(removed.lines)}
 
@@ -602,28 +532,3 @@ def register(server: GpulensServer) -> None:
     @server.feature(types.TEXT_DOCUMENT_INLAY_HINT, types.InlayHintOptions(resolve_provider=False))
     def on_inlay_hint(ls: Any, params: types.InlayHintParams) -> list[types.InlayHint]:
         return inlay_hints(ls, params.text_document.uri, params.range)
-
-    def before_change(params: types.DidChangeTextDocumentParams) -> None:
-        # runs before pygls applies the change, so the document still holds the old text
-        profile = state.documents.get(_key(params.text_document.uri))
-        document = open_document(server, params.text_document.uri)
-        if profile is None or document is None:
-            return
-        copy = LspTextDocument(
-            document.uri, document.source, position_codec=server.workspace.position_codec
-        )
-        old = lines_of(copy.source)
-        for change in params.content_changes:
-            copy.apply_change(change)
-            new = lines_of(copy.source)
-            profile.lines = carry_over(old, new, profile.lines)
-            old = new
-
-    def before_close(params: types.DidCloseTextDocumentParams) -> None:
-        state.documents.pop(_key(params.text_document.uri), None)
-
-    _chain_builtin(server, types.TEXT_DOCUMENT_DID_CHANGE, before=before_change)
-    _chain_builtin(server, types.TEXT_DOCUMENT_DID_CLOSE, before=before_close)
-    # a profile still running at shutdown would keep the server's process alive until its
-    # timeout: the runner's thread is waited for at exit
-    _chain_builtin(server, types.SHUTDOWN, before=lambda *_: kill_profiles(state))

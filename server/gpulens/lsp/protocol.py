@@ -36,6 +36,9 @@ class GpulensProtocol(LanguageServerProtocol):
       silence and fails the second with a traceback); notifications before it are dropped.
     - A second `initialize` is refused before any handler sees it: it would have replaced the
       workspace, open documents and all.
+    - A standard notification the server has no use for (`textDocument/didSave`, which some
+      clients send unasked) is ignored in silence, as LSP lets a server do; pygls would log
+      a warning each time.
     - Open documents split lines as LSP does (`text_documents`).
     """
 
@@ -92,7 +95,16 @@ class GpulensProtocol(LanguageServerProtocol):
         elif method is not None and self._workspace is None and method != types.EXIT:
             logger.warning("dropped %s: the server is not initialized yet", method)
             return
+        elif method is not None and self._unused_notification(method):
+            logger.debug("ignored %s: nothing here follows it", method)
+            return
         super().handle_message(message)
+
+    def _unused_notification(self, method: str) -> bool:
+        """A notification LSP defines that no handler here takes (pygls answers
+        `$/cancelRequest` itself)."""
+        handled = method in self.fm.features or method in self.fm.builtin_features
+        return not handled and method in types.METHOD_TO_TYPES and method != types.CANCEL_REQUEST
 
     def _refusal(self, method: str) -> tuple[int, str] | None:
         """The error a request gets at this point of the lifecycle, if any (LSP's rules)."""

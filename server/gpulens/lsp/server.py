@@ -1,4 +1,10 @@
-"""The pygls wiring: one server object, each feature registered by its own module."""
+"""The pygls wiring: one server object holding each feature's state, each feature's requests
+registered by its own module.
+
+pygls takes one handler per method, so the methods several features follow are handled here
+and handed to each: the lifecycle (`initialize`, `initialized`, `shutdown`) and the text
+documents' opens, edits and closes.
+"""
 
 from __future__ import annotations
 
@@ -47,9 +53,14 @@ class GpulensServer(LanguageServer):
             protocol_cls=GpulensProtocol,
             converter_factory=default_converter,
         )
-        self.settings = settings.SettingsStore(self)
+        self.settings = settings.SettingsStore(self, on_change=self._settings_changed)
         self.diagnostics = diagnostics.DiagnosticsScheduler(self)
+        self.status = status.StatusNotifications(self)
+        self.profiles = profiling.Profiles()
         log_answered_errors_in_one_line()
+
+    def _settings_changed(self) -> None:
+        self.status.follow(self.settings.editor, self.settings.workspace_trusted)
 
     def serve_stdio(self, stdin: BinaryIO, stdout: BinaryIO) -> int:
         """Serve over a pair of pipes until the input ends or `exit`; the exit code."""
@@ -80,8 +91,15 @@ class GpulensServer(LanguageServer):
         kind = "request" if source is FeatureRequestError else "message"
         self.log(types.MessageType.Error, f"gpulens: error handling a {kind}: {error}{detail}")
 
-    def shutdown(self) -> None:
+    def stop_work(self) -> None:
+        """Stop what runs beside the requests: the status poller, a profile (it would keep
+        the process alive until its timeout), the analyses."""
+        self.status.stop()
+        self.profiles.kill()
         self.diagnostics.shutdown()
+
+    def shutdown(self) -> None:
+        self.stop_work()
         super().shutdown()
 
 
@@ -89,7 +107,6 @@ def build_server() -> GpulensServer:
     """A server with every feature registered, ready for `start_io`."""
     server = GpulensServer()
     settings.register(server)
-    diagnostics.register(server)
     notebooks.register(server)
     code_actions.register(server)
     hover.register(server)
@@ -98,8 +115,38 @@ def build_server() -> GpulensServer:
     profiling.register(server)
     debug.register(server)
 
+    @server.feature(types.INITIALIZE)
+    def on_initialize(ls: GpulensServer, params: types.InitializeParams) -> None:
+        options = settings.plain(params.initialization_options)
+        ls.settings.initialize(options)
+        delay = options.get("diagnosticDelayMs") if isinstance(options, dict) else None
+        if isinstance(delay, int | float) and not isinstance(delay, bool) and delay >= 0:
+            ls.diagnostics.delay_s = delay / 1000
+
+    @server.feature(types.INITIALIZED)
+    async def on_initialized(ls: GpulensServer, params: types.InitializedParams) -> None:
+        ls.status.start()  # its first payload goes out now; settings only tune it
+        try:
+            await ls.settings.pull()
+        finally:
+            ls.settings.ready.set()
+
     @server.feature(types.SHUTDOWN)
     def on_shutdown(ls: GpulensServer, params: None) -> None:
-        ls.diagnostics.shutdown()
+        ls.stop_work()
+
+    @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+    def did_open(ls: GpulensServer, params: types.DidOpenTextDocumentParams) -> None:
+        ls.diagnostics.schedule(params.text_document.uri, delay_s=0)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+    def did_change(ls: GpulensServer, params: types.DidChangeTextDocumentParams) -> None:
+        ls.profiles.edited(params, ls.workspace.position_codec)
+        ls.diagnostics.schedule(params.text_document.uri)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
+    def did_close(ls: GpulensServer, params: types.DidCloseTextDocumentParams) -> None:
+        ls.profiles.closed(params.text_document.uri)
+        ls.diagnostics.forget(params.text_document.uri, [params.text_document.uri])
 
     return server

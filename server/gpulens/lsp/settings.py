@@ -1,9 +1,12 @@
-"""The `gpulens` settings section: read from the editor, validated, merged with pyproject.toml.
+"""The `gpulens` settings section (`gpulens.lsp.schema`): read from the editor, validated,
+merged with pyproject.toml. The one place the server reads it: the status poller and the
+profiler take their settings from here.
 
 Sources, later ones winning: `[tool.gpulens]` of the document's pyproject.toml, the editor's
-settings (initializationOptions, `workspace/configuration`, `workspace/didChangeConfiguration`),
-then the device picked with the `gpulens.selectDevice` command. A bad value is reported and
-ignored; the rest of the settings still apply.
+settings (initializationOptions, then the workspace's: `workspace/configuration`, asked once
+per change, or a section pushed in `workspace/didChangeConfiguration`), then the device picked
+with the `gpulens.selectDevice` command. A bad value is reported once and ignored; the rest
+of the settings still apply.
 """
 
 from __future__ import annotations
@@ -30,12 +33,12 @@ from gpulens.analysis.config import (
     parse_severities,
 )
 from gpulens.analysis.model import Severity
+from gpulens.lsp.schema import DEFAULT_STATUS_INTERVAL_S, SECTION
 from gpulens.lsp.trust import workspace_trust
 
 if TYPE_CHECKING:
     from gpulens.lsp.server import GpulensServer
 
-SECTION = "gpulens"
 logger = logging.getLogger(__name__)
 
 # torch device strings the fixes may write; an index only where the backend has several
@@ -63,7 +66,7 @@ class EditorSettings:
     """What the editor set; None means "not set here" (pyproject.toml or the default applies)."""
 
     device: str | None = None
-    status_interval_seconds: float = 2.0
+    status_interval_seconds: float = DEFAULT_STATUS_INTERVAL_S
     select: frozenset[str] | None = None
     ignore: frozenset[str] | None = None
     severity: Mapping[str, Severity] = field(default_factory=lambda: MappingProxyType({}))
@@ -100,40 +103,67 @@ def plain(value: object) -> object:
     return value
 
 
-def parse_settings(raw: object) -> tuple[EditorSettings, list[str]]:
-    """Settings from the editor's `gpulens` object, and one message per value left out."""
+# each setting's parser: its value to the EditorSettings fields it sets
+_PARSERS: dict[str, Callable[[Any], dict[str, Any]]] = {
+    "device": lambda v: {"device": None if v in (None, "") else validate_device(v)},
+    "statusIntervalSeconds": lambda v: {
+        "status_interval_seconds": _positive_number(v, "gpulens.statusIntervalSeconds")
+    },
+    "rules.select": lambda v: {"select": _codes(v, "gpulens.rules.select")},
+    "rules.ignore": lambda v: {"ignore": _codes(v, "gpulens.rules.ignore", empty=True)},
+    "rules.severity": lambda v: {"severity": _severities(v)},
+    "profile.python": lambda v: {"profile_python": _optional_text(v, "gpulens.profile.python")},
+    "profile.timeoutSeconds": lambda v: {
+        "profile_timeout_seconds": None
+        if v is None
+        else _positive_number(v, "gpulens.profile.timeoutSeconds")
+    },
+}
+
+
+def known_settings() -> frozenset[str]:
+    """The settings of the section the server reads, named as in it ("rules.ignore")."""
+    return frozenset(_PARSERS)
+
+
+# a flat section ("rules.ignore" -> value), each value with where it came from
+Layer = dict[str, tuple[Any, str]]
+
+
+def _layer(raw: object, origin: str) -> tuple[Layer, list[str]]:
+    """The section as a layer, and what was wrong with its shape. None is no section, and
+    so is `[]`: Neovim sends an empty table (`gpulens = {}`) as a JSON array."""
     raw = plain(raw)
-    problems: list[str] = []
-    if raw is None:
-        return EditorSettings(), problems
+    if raw is None or raw == []:
+        return {}, []
     if not isinstance(raw, Mapping):
-        return EditorSettings(), [f"gpulens settings must be an object, got {type(raw).__name__}"]
-    flat = _flatten(raw)
+        problem = (
+            f"gpulens: the gpulens settings must be an object, got {type(raw).__name__} "
+            f"(in {origin}); using the defaults."
+        )
+        return {}, [problem]
+    return {key: (value, origin) for key, value in _flatten(raw).items()}, []
+
+
+def _parse_layer(layer: Layer) -> tuple[EditorSettings, list[str]]:
     settings = EditorSettings()
-    parsers: dict[str, Callable[[Any], dict[str, Any]]] = {
-        "device": lambda v: {"device": None if v in (None, "") else validate_device(v)},
-        "statusIntervalSeconds": lambda v: {
-            "status_interval_seconds": _positive_number(v, "gpulens.statusIntervalSeconds")
-        },
-        "rules.select": lambda v: {"select": _codes(v, "gpulens.rules.select")},
-        "rules.ignore": lambda v: {"ignore": _codes(v, "gpulens.rules.ignore", empty=True)},
-        "rules.severity": lambda v: {"severity": _severities(v)},
-        "profile.python": lambda v: {"profile_python": _optional_text(v, "gpulens.profile.python")},
-        "profile.timeoutSeconds": lambda v: {
-            "profile_timeout_seconds": None
-            if v is None
-            else _positive_number(v, "gpulens.profile.timeoutSeconds")
-        },
-    }
-    for key, value in flat.items():
-        parse = parsers.get(key)
+    problems: list[str] = []
+    for key, (value, origin) in layer.items():
+        parse = _PARSERS.get(key)
         if parse is None:
             continue  # settings of newer clients, or ones the server does not use
         try:
             settings = replace(settings, **parse(value))
         except (ConfigError, TypeError, AttributeError) as error:
-            problems.append(str(error))
+            problems.append(f"gpulens: {error} (in {origin}); keeping the default for it.")
     return settings, problems
+
+
+def parse_settings(raw: object, origin: str = "settings") -> tuple[EditorSettings, list[str]]:
+    """Settings from the editor's `gpulens` object, and one message per value left out."""
+    layer, problems = _layer(raw, origin)
+    settings, more = _parse_layer(layer)
+    return settings, problems + more
 
 
 def _codes(value: object, what: str, empty: bool = False) -> frozenset[str] | None:
@@ -147,7 +177,7 @@ def _codes(value: object, what: str, empty: bool = False) -> frozenset[str] | No
 
 
 def _severities(value: object) -> Mapping[str, Severity]:
-    if value is None:
+    if value is None or value == []:  # Neovim's empty table
         return MappingProxyType({})
     if not isinstance(value, Mapping):
         raise ConfigError(
@@ -193,14 +223,25 @@ def merge(project: Config, editor: EditorSettings, device_override: str | None) 
 
 
 class SettingsStore:
-    """The settings in force, and the Config each document is analysed with."""
+    """The settings in force, and the Config each document is analysed with.
 
-    def __init__(self, server: GpulensServer) -> None:
+    The editor's settings come in two layers, each parsed by `parse_settings` alone: the
+    section in initializationOptions, and over it the workspace's (the answer to
+    `workspace/configuration`, or a section pushed in `workspace/didChangeConfiguration`).
+    A workspace without the section (an answer of null) leaves the first layer alone in
+    force: removing the section restores what the editor started with.
+    """
+
+    def __init__(self, server: GpulensServer, on_change: Callable[[], None] | None = None) -> None:
         self._server = server
+        self._on_change = on_change
         self.editor = EditorSettings()
         # from initializationOptions only (`gpulens.lsp.trust`): None when the client did not say
         self.workspace_trusted: bool | None = None
         self.device_override: str | None = None
+        self._initial: tuple[Layer, list[str]] = ({}, [])
+        self._workspace: tuple[Layer, list[str]] = ({}, [])
+        self._problems: frozenset[str] = frozenset()
         self._project: dict[Path, tuple[Config, float]] = {}
         self._reported: set[str] = set()
         self.ready = asyncio.Event()
@@ -230,13 +271,53 @@ class SettingsStore:
     def forget_project_configs(self) -> None:
         self._project.clear()
 
-    def apply(self, raw: object, origin: str) -> bool:
-        """Take new editor settings; returns whether they differ from the ones in force."""
-        settings, problems = parse_settings(raw)
-        for problem in problems:
-            self.warn(f"gpulens: {problem} (in {origin}); keeping the default for it.")
+    def initialize(self, options: object) -> None:
+        """Take initializationOptions: the folder's trust and the first layer of settings."""
+        options = plain(options)
+        self.workspace_trusted = workspace_trust(options)
+        origin = "initializationOptions"
+        self._initial = _layer(settings_from_initialization_options(options), origin)
+        self._apply()
+
+    def take_workspace_section(self, section: object, origin: str) -> bool:
+        """Take the workspace's `gpulens` section (None: it has none); whether the settings
+        in force changed."""
+        self._workspace = _layer(section, origin)
+        return self._apply()
+
+    def can_pull(self) -> bool:
+        """Whether the client answers `workspace/configuration` (Neovim 0.7 does not say so,
+        and only pushes its settings)."""
+        workspace = self._server.client_capabilities.workspace
+        return workspace is not None and bool(workspace.configuration)
+
+    async def pull(self) -> bool:
+        """Ask the client for the workspace's section, in one `workspace/configuration`
+        request, where it can answer; whether the settings in force changed."""
+        if not self.can_pull():
+            return False
+        params = types.ConfigurationParams(items=[types.ConfigurationItem(section=SECTION)])
+        try:
+            answer = await asyncio.wait_for(
+                self._server.workspace_configuration_async(params), timeout=10
+            )
+        except Exception as error:  # a client that fails to answer keeps the settings we have
+            logger.warning("workspace/configuration failed: %s", error)
+            return False
+        section = answer[0] if isinstance(answer, list | tuple) and answer else None
+        return self.take_workspace_section(section, "workspace/configuration")
+
+    def _apply(self) -> bool:
+        (initial, shape), (workspace, more_shape) = self._initial, self._workspace
+        settings, problems = _parse_layer({**initial, **workspace})
+        problems = shape + more_shape + problems
+        for problem in sorted(set(problems) - self._problems):
+            self.warn(problem)  # once while it stays: a re-read must not pop it up again
+        self._problems = frozenset(problems)
         changed = settings != self.editor
         self.editor = settings
+        if changed and self._on_change is not None:
+            self._on_change()
         return changed
 
     def warn(self, message: str) -> None:
@@ -260,24 +341,7 @@ def _path_of(uri: str) -> Path | None:
 
 
 def register(server: GpulensServer) -> None:
-    """Read the settings at startup and whenever the client says they changed."""
-
-    @server.feature(types.INITIALIZE)
-    def on_initialize(ls: GpulensServer, params: types.InitializeParams) -> None:
-        options = plain(params.initialization_options)
-        ls.settings.workspace_trusted = workspace_trust(options)
-        ls.settings.apply(settings_from_initialization_options(options), "initializationOptions")
-        if isinstance(options, Mapping) and "diagnosticDelayMs" in options:
-            delay = options["diagnosticDelayMs"]
-            if isinstance(delay, int | float) and not isinstance(delay, bool) and delay >= 0:
-                ls.diagnostics.delay_s = delay / 1000
-
-    @server.feature(types.INITIALIZED)
-    async def on_initialized(ls: GpulensServer, params: types.InitializedParams) -> None:
-        try:
-            await pull_settings(ls)
-        finally:
-            ls.settings.ready.set()
+    """Read the settings again whenever the client says they changed."""
 
     # Sent by clients that watch pyproject.toml for us (the VS Code client's fileEvents);
     # others see an edited `[tool.gpulens]` within PROJECT_RECHECK_S, at the next analysis.
@@ -293,30 +357,14 @@ def register(server: GpulensServer) -> None:
     ) -> None:
         ls.settings.forget_project_configs()
         pushed = plain(params.settings)
-        if isinstance(pushed, Mapping) and isinstance(pushed.get(SECTION), Mapping):
-            ls.settings.apply(pushed[SECTION], "workspace/didChangeConfiguration")
-        else:
-            # the modern way: the notification only says "something changed", we ask
-            await pull_settings(ls)
+        origin = "workspace/didChangeConfiguration"
+        if isinstance(pushed, Mapping) and SECTION in pushed:
+            ls.settings.take_workspace_section(pushed[SECTION], origin)
+        elif ls.settings.can_pull():
+            await ls.settings.pull()  # the modern way: the notification only says "changed"
+        elif pushed is not None:
+            # all the settings of a client that cannot be asked, ours not among them (Neovim
+            # sends an empty table as []): the section was removed
+            ls.settings.take_workspace_section(None, origin)
         # pyproject.toml may have changed too, so re-publish even when the editor's did not
         ls.diagnostics.refresh_all()
-
-
-async def pull_settings(ls: GpulensServer) -> bool:
-    """Ask the client for the `gpulens` section; whether anything changed."""
-    workspace = ls.client_capabilities.workspace
-    if workspace is None or not workspace.configuration:
-        return False
-    try:
-        answer = await asyncio.wait_for(
-            ls.workspace_configuration_async(
-                types.ConfigurationParams(items=[types.ConfigurationItem(section=SECTION)])
-            ),
-            timeout=10,
-        )
-    except Exception as error:  # a client that fails to answer keeps the settings we have
-        logger.warning("workspace/configuration failed: %s", error)
-        return False
-    if not answer or answer[0] is None:
-        return False  # no `gpulens` section at all: keep what initializationOptions gave
-    return ls.settings.apply(answer[0], "workspace/configuration")

@@ -6,9 +6,10 @@ so the user's interpreter needs only its own packages. It starts with a safe imp
 its job and gives back its payload through pipes: nothing is written to disk.
 
 Whatever the cell does, the caller gets a `gpulens.profile/2` payload. On a timeout or a
-stop request (`StopRequest`: the CLI forwards SIGINT, SIGTERM and SIGHUP there) the child is
-interrupted (SIGINT, so the lines that ran are still reported), then killed with its process
-group if it does not stop within INTERRUPT_GRACE_S. When the runner returns, for any reason,
+stop request (`StopRequest`: the CLI forwards SIGINT, SIGTERM and SIGHUP there; the language
+server interrupts or kills a `BackgroundProfile`) the child is interrupted (SIGINT, so the
+lines that ran are still reported), then killed with its process group if it does not stop
+within INTERRUPT_GRACE_S. When the runner returns, for any reason,
 nothing of the run is left: the group is killed (workers the cell left behind included).
 If the runner's process dies first, even by SIGKILL, the child sees its job stream close
 and kills its own group. The child's output is read as it comes: the last OUTPUT_TAIL
@@ -26,6 +27,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from pathlib import Path
 from typing import IO, Any
 
@@ -433,10 +435,51 @@ def run_profile(
     return annotate(payload)  # its words follow what stopped the run, and the path as given
 
 
-def profile_cell(
-    path: str, text: str, line: int, python: str | None, timeout: float | None
-) -> dict[str, Any]:
-    """For the language server: profile the `# %%` cell holding 1-based `line` of `text`,
-    in the file's folder (as an editor runs a cell)."""
-    folder = os.path.dirname(os.path.abspath(path))
-    return run_profile(path, text=text, line=line, python=python, timeout=timeout, cwd=folder)
+class BackgroundProfile:
+    """`run_profile` on a daemon thread, for a caller whose event loop must stay free.
+
+    ``future`` settles with the payload (a request that cannot run gives a payload that says
+    why). ``interrupt()`` stops the cell where it is (SIGINT: the lines that ran are still
+    reported) and kills it if it has not stopped INTERRUPT_GRACE_S later; ``kill()`` ends it
+    and its process group at once. Interpreter exit does not wait for the thread: the
+    subprocess then sees its job stream close and ends its own group.
+    """
+
+    def __init__(self, path: str, **options: Any) -> None:
+        """``options``: those of `run_profile`, but for ``on_start`` and ``stop``."""
+        self.future: Future[dict[str, Any]] = Future()
+        self._stop = StopRequest()
+        self._process: subprocess.Popen[bytes] | None = None
+        self._path = path
+        self._options = options
+        threading.Thread(target=self._run, name="gpulens-profile", daemon=True).start()
+
+    def interrupt(self, reason: str = "a cancel") -> None:
+        self._stop.request(reason)
+
+    def kill(self, reason: str = "a cancel") -> None:
+        self._stop.request(reason)
+        self._stop.request(reason)  # a second request kills (`StopRequest`)
+        process = self._process
+        if process is not None:
+            _kill_group(process)  # now, not at the runner's next look: we may be exiting
+
+    def _started(self, process: subprocess.Popen[bytes]) -> None:
+        self._process = process
+        if self._stop.count > 1:
+            _kill_group(process)
+
+    def _run(self) -> None:
+        self.future.set_running_or_notify_cancel()
+        try:
+            payload = run_profile(
+                self._path, on_start=self._started, stop=self._stop, **self._options
+            )
+        except ProfileRequestError as error:
+            line = self._options.get("line")
+            source = {"path": self._path, "cell": self._options.get("cell"), "first_line": line}
+            payload = failed_payload(source, str(error), "RequestError")
+        except BaseException as error:
+            self.future.set_exception(error)
+            return
+        self.future.set_result(payload)

@@ -24,7 +24,6 @@ def test_lsp_idle_benchmark_counts_notifications_and_cpu() -> None:
             "0.5",
             "--settle",
             "2",
-            "--bare",
         ],
         capture_output=True,
         text=True,

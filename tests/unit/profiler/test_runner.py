@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from gpulens.profiler.runner import ProfileRequestError, plan_job, profile_cell
+from gpulens.profiler.runner import BackgroundProfile, ProfileRequestError, plan_job
 
 TEXT = "import os\n# %%\na = 1\n# %%\nb = a + 1\nprint(b)\n"
 
@@ -29,19 +29,32 @@ def test_plan_rejects_a_line_past_the_end() -> None:
         plan_job("f.py", TEXT, line=99)
 
 
-def test_profile_cell_uses_the_editor_text_not_the_file(tmp_path: Path) -> None:
+def in_background(path: Path, line: int, python: str) -> dict:
+    """The language server's way: a profile on a daemon thread, its payload from a future."""
+    run = BackgroundProfile(str(path), text=TEXT, line=line, python=python, timeout=30)
+    return run.future.result(timeout=60)
+
+
+def test_a_background_profile_uses_the_editor_text_not_the_file(tmp_path: Path) -> None:
     path = tmp_path / "unsaved.py"
     path.write_text("raise SystemExit('stale file on disk')\n")
-    payload = profile_cell(str(path), TEXT, 5, sys.executable, 30)
+    payload = in_background(path, 5, sys.executable)
     assert payload["error"] is None
     assert {line["line"] for line in payload["lines"]} == {5, 6}
     assert payload["output"].strip() == "2"
 
 
 def test_unknown_interpreter_gives_an_actionable_error(tmp_path: Path) -> None:
-    payload = profile_cell(str(tmp_path / "x.py"), TEXT, 3, str(tmp_path / "no-python"), 30)
+    payload = in_background(tmp_path / "x.py", 3, str(tmp_path / "no-python"))
     assert payload["error"]["type"] == "InterpreterError"
     assert "--python" in payload["error"]["message"]
+
+
+def test_a_request_that_cannot_run_is_a_payload_that_says_why(tmp_path: Path) -> None:
+    payload = in_background(tmp_path / "x.py", 99, sys.executable)
+    assert payload["lines"] == []
+    assert payload["error"]["type"] == "RequestError"
+    assert "no line 99" in payload["error"]["message"]
 
 
 def test_the_working_directory_never_shadows_gpulens_or_the_standard_library(
