@@ -62,9 +62,76 @@ HOST_RESULT_METHODS = frozenset(
         "is_complex",
     ]
 )
-# attributes of an array that are host metadata
+# attributes of an array that are host metadata: reading them never waits for the GPU
 HOST_ATTRIBUTES = frozenset(
-    ["shape", "dtype", "device", "ndim", "is_cuda", "layout", "nbytes", "itemsize", "size"]
+    [
+        "shape",
+        "dtype",
+        "device",
+        "ndim",
+        "is_cuda",
+        "layout",
+        "nbytes",
+        "itemsize",
+        "size",
+        "requires_grad",
+        "is_leaf",
+        "grad_fn",
+        "names",
+        "is_sparse",
+        "is_quantized",
+        "is_meta",
+        "is_cpu",
+        "is_mps",
+        "is_xpu",
+    ]
+)
+# builtins whose result is a host value whatever they are given (identity, type and size
+# checks, conversions): `len(x)`, `isinstance(x, T)`, `hasattr(x, "a")`, `float(t)`
+HOST_BUILTINS = frozenset(
+    [
+        "isinstance",
+        "issubclass",
+        "hasattr",
+        "callable",
+        "len",
+        "type",
+        "id",
+        "hash",
+        "repr",
+        "str",
+        "format",
+        "int",
+        "float",
+        "bool",
+        "complex",
+        "print",
+        "range",
+        "dir",
+        "vars",
+        "ord",
+        "chr",
+        "open",
+        "input",
+        "setattr",
+        "delattr",
+    ]
+)
+# nn.Module methods that hand out its parts (names, parameters, submodules): iterating them
+# walks a few whole tensors or modules, never the elements of an array
+MODULE_PARTS_METHODS = frozenset(
+    [
+        "parameters",
+        "named_parameters",
+        "buffers",
+        "named_buffers",
+        "modules",
+        "named_modules",
+        "children",
+        "named_children",
+        "state_dict",
+        "keys",
+    ]
 )
 # attributes of an array that are arrays on the same device
 ARRAY_ATTRIBUTES = frozenset(["T", "mT", "H", "mH", "data", "grad", "real", "imag"])

@@ -116,6 +116,8 @@ class Evaluator:
                 return self._call(node)
             case ast.BinOp(left=left, right=right):
                 return self._array_of(left, right)
+            case ast.Compare(ops=ops) if any(isinstance(op, _IDENTITY) for op in ops):
+                return None  # `x is None`, `k in batch`: a Python bool, read on the host
             case ast.Compare(left=left, comparators=comparators):
                 return self._array_of(left, *comparators)
             case ast.UnaryOp(op=ast.Not()):
@@ -178,6 +180,8 @@ class Evaluator:
                 return Value(Kind.MODULE, origin=node)
             if func.id in ("iter", "next"):
                 return self.value(node.args[0]) if node.args else None
+            if func.id in fw.HOST_BUILTINS and self.scope.lookup(func.id) is None:
+                return None
         callee = self.value(func)
         if callee is not None:
             if callee.kind in (Kind.GPU_MODULE, Kind.GPU):
@@ -199,6 +203,8 @@ class Evaluator:
         return self._host_functions[key]
 
     def _method(self, node: ast.Call, method: str, receiver: Value | None) -> Value | None:
+        if method in fw.MODULE_PARTS_METHODS:
+            return None  # whole parameters and submodules, or their names
         if method == "cuda" or (method == "to" and self.moves_to_gpu(node)):
             if receiver is not None and receiver.kind in (Kind.MODULE, Kind.GPU_MODULE):
                 return Value(Kind.GPU_MODULE, origin=receiver.origin)
@@ -315,19 +321,48 @@ def _builds_module(func: ast.Attribute, evaluator: Evaluator) -> bool:
 
 
 def _returns_host(function: ast.AST | None) -> bool:
-    """A function of the file whose every return is a host value or nothing."""
+    """A function of the file whose every return is a host value or nothing
+    (`def exists(v): return v is not None`)."""
     if not isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
         return False
-    returns = [n for n in ast.walk(function) if isinstance(n, ast.Return)]
-    for ret in returns:
-        value = ret.value
-        match value:
-            case None | ast.Constant():
-                continue
-            case ast.Call(func=ast.Attribute(attr=attr)) if attr in fw.SYNC_METHODS:
-                continue
-            case ast.Call(func=ast.Name(id=name)) if name in ("float", "int", "bool", "str", "len"):
-                continue
-            case _:
-                return False
-    return True
+    return all(
+        is_host_expression(node.value)
+        for node in ast.walk(function)
+        if isinstance(node, ast.Return)
+    )
+
+
+def is_host_expression(node: ast.expr | None) -> bool:
+    """An expression whose value is on the host whatever its names hold: identity and
+    membership tests, metadata (`x.shape[0]`, `x.dtype`), `len()`, `isinstance()`, host
+    reads (`t.item()`), and arithmetic or logic of these."""
+    match node:
+        case None | ast.Constant() | ast.JoinedStr():
+            return True
+        case ast.Compare(ops=ops) if any(isinstance(op, _IDENTITY) for op in ops):
+            return True
+        case ast.Compare(left=left, comparators=comparators):
+            return all(is_host_expression(e) for e in (left, *comparators))
+        case ast.UnaryOp(op=ast.Not()):
+            return True  # a Python bool, whatever it tested
+        case ast.UnaryOp(operand=operand):
+            return is_host_expression(operand)
+        case ast.BoolOp(values=values) | ast.Tuple(elts=values) | ast.List(elts=values):
+            return all(is_host_expression(v) for v in values)
+        case ast.BinOp(left=left, right=right):
+            return is_host_expression(left) and is_host_expression(right)
+        case ast.IfExp(body=body, orelse=orelse):
+            return is_host_expression(body) and is_host_expression(orelse)
+        case ast.Attribute(attr=attr):
+            return attr in fw.HOST_ATTRIBUTES
+        case ast.Subscript(value=value):
+            return is_host_expression(value)
+        case ast.Call(func=ast.Name(id=name)):
+            return name in fw.HOST_BUILTINS
+        case ast.Call(func=ast.Attribute(attr=attr)):
+            return attr in fw.HOST_RESULT_METHODS
+    return False
+
+
+# comparisons that test identity or membership: their result is a Python bool
+_IDENTITY = (ast.Is, ast.IsNot, ast.In, ast.NotIn)

@@ -1,4 +1,7 @@
-"""Each file under cases/ marks the lines where findings must start: `# expect: GPU001`.
+"""Each file under cases/ marks the lines where findings must start: `# expect: GPU001`
+(a warning or info), `# hint: GPU001` (a finding the analysis is not sure is worth fixing, at
+hint severity), and lines that must carry none of some codes: `# must not: GPU001, GPU006`
+(a false alarm the analysis once raised there).
 
 Every other line must have none. Fixes are applied one at a time and must keep the file
 valid Python, make their finding go away, and be idempotent through fix-all.
@@ -13,32 +16,67 @@ from pathlib import Path
 
 import pytest
 
-from gpulens.analysis import analyze
+from gpulens.analysis import Severity, analyze
 from gpulens.analysis.edits import apply_edits, fix_all_edits
 
 CASES = sorted((Path(__file__).parent / "cases").glob("*.py"))
-EXPECT = re.compile(r"#\s*expect:\s*(?P<codes>GPU\d{3}(?:\s*,\s*GPU\d{3})*)")
+CODES = r"(?P<codes>GPU\d{3}(?:\s*,\s*GPU\d{3})*)"
+EXPECT = re.compile(r"#\s*expect:\s*" + CODES)
+HINT = re.compile(r"#\s*hint:\s*" + CODES)
+MUST_NOT = re.compile(r"#\s*must not:\s*" + CODES)
 
 
-def expected(text: str) -> Counter[tuple[int, str]]:
-    found: Counter[tuple[int, str]] = Counter()
+def expected(text: str) -> Counter[tuple[int, str, bool]]:
+    """(line, code, whether a hint) of each finding the annotations ask for."""
+    found: Counter[tuple[int, str, bool]] = Counter()
     for number, line in enumerate(text.splitlines()):
-        match = EXPECT.search(line)
-        if match:
-            for code in match.group("codes").split(","):
-                found[(number, code.strip())] += 1
+        for pattern, hint in ((EXPECT, False), (HINT, True)):
+            match = pattern.search(line)
+            if match:
+                for code in match.group("codes").split(","):
+                    found[(number, code.strip(), hint)] += 1
     return found
+
+
+def forbidden(text: str) -> set[tuple[int, str]]:
+    """(line, code) pairs a `# must not:` comment rules out."""
+    found: set[tuple[int, str]] = set()
+    for number, line in enumerate(text.splitlines()):
+        match = MUST_NOT.search(line)
+        if match:
+            found |= {(number, code.strip()) for code in match.group("codes").split(",")}
+    return found
+
+
+def test_annotations_do_not_contradict_each_other() -> None:
+    for path in CASES:
+        text = path.read_text()
+        both = {(line, code) for line, code, _ in expected(text)} & forbidden(text)
+        assert not both, f"{path.name}: a line both expects and forbids {sorted(both)}"
 
 
 @pytest.mark.parametrize("path", CASES, ids=lambda p: p.stem)
 def test_findings_match_annotations(path: Path) -> None:
     text = path.read_text()
-    actual = Counter((f.span.line, f.code) for f in analyze(text).findings)
+    actual = Counter(
+        (f.span.line, f.code, f.severity is Severity.HINT) for f in analyze(text).findings
+    )
     missing = expected(text) - actual
     extra = actual - expected(text)
     lines = text.splitlines()
-    report = [f"missing {code} at {line + 1}: {lines[line].strip()}" for line, code in missing]
-    report += [f"unexpected {code} at {line + 1}: {lines[line].strip()}" for line, code in extra]
+
+    def kind(hint: bool) -> str:
+        return " (hint)" if hint else ""
+
+    report = [
+        f"missing {code}{kind(hint)} at {line + 1}: {lines[line].strip()}"
+        for line, code, hint in missing
+    ]
+    report += [
+        f"{'forbidden' if (line, code) in forbidden(text) else 'unexpected'} {code}{kind(hint)} "
+        f"at {line + 1}: {lines[line].strip()}"
+        for line, code, hint in extra
+    ]
     assert not report, "\n".join(report)
 
 
