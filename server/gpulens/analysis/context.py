@@ -32,6 +32,7 @@ class Loop:
     block: tuple[list[ast.stmt], int] | None = None
     # what rules already reported for this loop (one finding per array and loop)
     reported: set[str] = field(default_factory=set)
+    label: str | None = None  # how messages name it, when not by its node's type
 
     @property
     def over_loader(self) -> bool:
@@ -41,6 +42,8 @@ class Loop:
         # no line numbers: in a notebook they would count from the first cell
         if self.called_from:
             return self.called_from
+        if self.label:
+            return self.label
         if isinstance(self.node, ast.For | ast.AsyncFor):
             return "the enclosing `for` loop"
         if isinstance(self.node, ast.While):

@@ -169,6 +169,9 @@ HOST_CLOCKS = frozenset(
     }
 )
 
+# library functions that move a whole batch (tensors in dicts, lists, tuples) to a device
+DEVICE_PLACING_FUNCTIONS = frozenset({"send_to_device", "move_data_to_device"})
+
 DATALOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
 
 # host-to-device constructors of the other frameworks

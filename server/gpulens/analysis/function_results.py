@@ -23,6 +23,7 @@ from gpulens.analysis.symbols import Kind, Scope, Value
 
 if TYPE_CHECKING:
     from gpulens.analysis.context import Context
+    from gpulens.analysis.definitions import Definitions
     from gpulens.analysis.values import Evaluator
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
@@ -58,9 +59,11 @@ class FunctionResultsMixin:
     evaluator: Evaluator
     memo: FunctionMemo | None
     call_sites: dict[str, object]
+    definitions: Definitions
     _recordings: list[Recording]
-    _looked_up: dict[int, tuple[Scope, dict[str, tuple[object, ...] | None]]]
+    _looked_up: dict[tuple[int, int], tuple[Scope, dict[str, tuple[object, ...] | None]]]
     _devices: dict[int, tuple[Scope | None, tuple[str, ...] | None]]
+    _definitions_key: tuple[object, ...] | None
 
     def walk_function(
         self, function: Function, enclosing: Scope, is_method: bool, sites: object
@@ -72,8 +75,11 @@ class FunctionResultsMixin:
     ) -> None:
         raise NotImplementedError
 
+    def site_key(self, function: Function, scope: Scope, is_method: bool) -> str:
+        raise NotImplementedError
+
     def function_body(self, function: Function, enclosing: Scope, is_method: bool) -> None:
-        sites = self.call_sites.get(("self." if is_method else "") + function.name)
+        sites = self.call_sites.get(self.site_key(function, enclosing, is_method))
         if self.memo is None:
             self.walk_function(function, enclosing, is_method, sites)
             return
@@ -114,11 +120,14 @@ class FunctionResultsMixin:
         # an enclosing scope's names are final once its functions are walked: look each up
         # once per walk, however many functions use it
         # the entry holds the scope itself, so that its id cannot be reused by a new scope
-        looked_up = self._looked_up.setdefault(id(enclosing), (enclosing, {}))[1]
+        # (what the file's functions return is judged under the imports seen so far)
+        looked_up = self._looked_up.setdefault(
+            (id(enclosing), self.ctx.imports.version), (enclosing, {})
+        )[1]
         scope_values = []
         for name in names:
             if name not in looked_up:
-                looked_up[name] = fingerprint(enclosing.lookup(name))
+                looked_up[name] = self.fingerprint(enclosing.lookup(name))
             scope_values.append(looked_up[name])
         devices = self._devices.get(id(enclosing), (None, None))[1]
         if devices is None:  # GPU007 looks for any device variable in scope
@@ -142,11 +151,31 @@ class FunctionResultsMixin:
             is_method,
             tuple(scope_values),
             devices,
-            tuple(sorted((k, fingerprint(v)) for k, v in _self_bindings(enclosing).items())),
+            tuple(sorted((k, self.fingerprint(v)) for k, v in _self_bindings(enclosing).items())),
             passed,
             tuple(sorted(self.ctx.imports.aliases.items())),
             frozenset(self.evaluator.module_classes),
+            self.definitions_key(),
         )
+
+    def fingerprint(self, value: Value | None) -> tuple[object, ...] | None:
+        """A value's fingerprint; for a function of the file, with what it returns."""
+        found = fingerprint(value)
+        if value is not None and value.kind is Kind.FUNCTION and value.origin is not None:
+            returned = self.evaluator.returned(value.origin)  # type: ignore[arg-type]
+            return (found, fingerprint(returned))
+        return found
+
+    def definitions_key(self) -> tuple[object, ...]:
+        """The file's functions, classes, bases and methods: which of them a call reaches."""
+        if self._definitions_key is None:
+            definitions = self.definitions
+            self._definitions_key = (
+                tuple(sorted(definitions.functions)),
+                tuple(sorted((c, tuple(sorted(m))) for c, m in definitions.methods.items())),
+                tuple(sorted(definitions.bases.items())),
+            )
+        return self._definitions_key
 
     def result_of(
         self, recording: Recording, first: int, last: int, enclosing: Scope
@@ -179,13 +208,17 @@ class FunctionResultsMixin:
             self.merge_call(name, arguments, hot_call)
         ctx.facts.uses_gpu |= result.uses_gpu
         ctx.facts.reduced_precision |= result.reduced_precision
+        owner = enclosing.enclosing_class()
         for name, value in result.self_bindings.items():
-            enclosing.bind(name, value)
+            if owner is not None:
+                owner.bind(name, value)
         self.evaluator.invalidate()
 
 
 def _self_bindings(scope: Scope) -> dict[str, Value | None]:
-    """The `self.x` attributes a class's methods have set (held by the class scope)."""
-    if scope.kind != "class":
+    """The `self.x` attributes the methods of the class around ``scope`` have set (held by
+    the class's scope): what a method, or a function nested in one, reads of self."""
+    owner = scope.enclosing_class()
+    if owner is None:
         return {}
-    return {k: v for k, v in scope.bindings.items() if k.startswith("self.")}
+    return {k: v for k, v in owner.bindings.items() if k.startswith("self.")}

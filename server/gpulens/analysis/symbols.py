@@ -14,8 +14,15 @@ class Kind(enum.Enum):
     CPU_TENSOR = "cpu_tensor"  # a torch tensor a factory made on the CPU (GPU003)
     DEVICE = "device"  # a GPU device: torch.device("cuda"), "cuda:1"
     LOADER = "loader"  # a torch DataLoader
+    # batches already on the device: a loader a framework prepared (Accelerate, Fabric), a
+    # generator of the file that moves what it yields
+    DEVICE_LOADER = "device_loader"
     BATCH = "batch"  # what a loader yields: on the host until moved
     FUNCTION = "function"  # a function defined in the analysed file
+    CLASS = "class"  # a class defined in the analysed file
+    # a value known to live on the host (a number, a string, a bool): what a function of
+    # the file returns when every return is one (`def exists(v): return v is not None`)
+    HOST = "host"
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,7 +51,7 @@ def merge(a: Value | None, b: Value | None) -> Value | None:
         return a or b
     if a.kind is b.kind:
         return a if a.exact or not b.exact else b
-    rank = (Kind.GPU, Kind.GPU_MODULE, Kind.DEVICE, Kind.LOADER, Kind.BATCH)
+    rank = (Kind.GPU, Kind.GPU_MODULE, Kind.DEVICE, Kind.DEVICE_LOADER, Kind.LOADER, Kind.BATCH)
     for kind in rank:
         if a.kind is kind:
             return a
@@ -68,14 +75,28 @@ class Scope:
 
     def lookup(self, name: str) -> Value | None:
         scope: Scope | None = self
+        attribute = name.startswith("self.")
         while scope is not None:
             if name in scope.bindings:
                 return scope.bindings[name]
-            # a class body's names are not visible from its methods
+            # a class body's names are not visible from its methods; the attributes its
+            # methods set on self (kept in the class's scope) are
             scope = scope.parent
-            while scope is not None and scope.kind == "class" and self.kind != "class":
+            while (
+                scope is not None
+                and scope.kind == "class"
+                and self.kind != "class"
+                and not attribute
+            ):
                 scope = scope.parent
         return None
+
+    def enclosing_class(self) -> Scope | None:
+        """The scope of the class whose method (or a function nested in one) this is."""
+        scope: Scope | None = self
+        while scope is not None and scope.kind != "class":
+            scope = scope.parent
+        return scope
 
     def bind(self, name: str, value: Value | None) -> None:
         self.bindings[name] = value
@@ -106,12 +127,13 @@ def _merge_all(values: list[Value | None]) -> Value | None:
 class Imports:
     """Local name -> qualified name, as the file's imports bind them."""
 
-    __slots__ = ("_cache", "aliases")
+    __slots__ = ("_cache", "aliases", "version")
 
     def __init__(self) -> None:
         self.aliases: dict[str, str] = {}
         # several rules ask for the name of the same call: resolve it once
         self._cache: dict[tuple[int, bool], str | None] = {}
+        self.version = 0  # counts the import statements seen: what depends on them is redone
 
     def cached_qualname(self, node: ast.expr, through_calls: bool = False) -> str | None:
         key = (id(node), through_calls)
@@ -123,6 +145,7 @@ class Imports:
 
     def add(self, node: ast.Import | ast.ImportFrom) -> None:
         self._cache.clear()
+        self.version += 1
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.asname:

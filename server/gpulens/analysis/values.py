@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 
 from gpulens.analysis import frameworks as fw
+from gpulens.analysis.definitions import Definitions, Function, flat_statements
 from gpulens.analysis.symbols import (
     Imports,
     Kind,
@@ -17,6 +18,7 @@ from gpulens.analysis.symbols import (
     Value,
     dotted_name,
     keyword,
+    merge,
     simple_name,
 )
 
@@ -24,15 +26,28 @@ GPU_DEVICE = Value(Kind.DEVICE)
 
 
 class Evaluator:
-    __slots__ = ("_cache", "_host_functions", "imports", "module_classes", "scope")
+    __slots__ = (
+        "_cache",
+        "_returns",
+        "_static",
+        "definitions",
+        "imports",
+        "module_classes",
+        "scope",
+    )
 
-    def __init__(self, imports: Imports, scope: Scope) -> None:
+    def __init__(
+        self, imports: Imports, scope: Scope, definitions: Definitions | None = None
+    ) -> None:
         self.imports = imports
         self.scope = scope
+        self.definitions = definitions or Definitions()
         # classes defined in the file that subclass nn.Module
         self.module_classes: set[str] = set()
         self._cache: dict[int, Value | None] = {}
-        self._host_functions: dict[int, bool] = {}
+        # what each function of the file returns, per state of the imports it is judged by
+        self._returns: dict[tuple[int, int, int], Value | None] = {}
+        self._static: dict[str, Scope] = {}
 
     def invalidate(self) -> None:
         """Bindings changed: cached values may be stale."""
@@ -138,6 +153,28 @@ class Evaluator:
                 return self.value(value)
             case ast.Starred(value=value):
                 return self.value(value)
+            case ast.Tuple(elts=elements) | ast.List(elts=elements) | ast.Set(elts=elements):
+                return self._container_of(elements)
+            case ast.Dict(values=elements):
+                return self._container_of(elements)
+            case (
+                ast.ListComp(elt=element)
+                | ast.GeneratorExp(elt=element)
+                | ast.SetComp(elt=element)
+                | ast.DictComp(value=element)
+            ):
+                # judged without the comprehension's names: what its items are moved to
+                if _moves_each_item(element, self):
+                    return Value(Kind.GPU, exact=False)
+        return None
+
+    def _container_of(self, elements: list[ast.expr]) -> Value | None:
+        """A tuple, list or dict holding a GPU array: what indexing or unpacking it gives
+        may be on the GPU."""
+        for element in elements:
+            value = self.value(element)
+            if value is not None and value.kind is Kind.GPU:
+                return Value(Kind.GPU, value.lib, exact=False)
         return None
 
     def _array_of(self, *operands: ast.expr) -> Value | None:
@@ -186,8 +223,10 @@ class Evaluator:
         if callee is not None:
             if callee.kind in (Kind.GPU_MODULE, Kind.GPU):
                 return Value(Kind.GPU, callee.lib)
-            if callee.kind is Kind.FUNCTION and self._returns_host(callee.origin):
-                return None
+            if callee.kind is Kind.FUNCTION and isinstance(callee.origin, Function):
+                returned = self.returned(callee.origin)
+                if returned is not None:
+                    return None if returned.kind is Kind.HOST else returned
         # an unknown function of GPU arrays usually returns GPU arrays (a loss, a metric)
         for argument in (*node.args, *(k.value for k in node.keywords)):
             value = self.value(argument)
@@ -195,12 +234,106 @@ class Evaluator:
                 return Value(Kind.GPU, value.lib)
         return None
 
-    def _returns_host(self, function: ast.AST | None) -> bool:
-        # a function's returns do not change while the file is walked: decide once
-        key = id(function)
-        if key not in self._host_functions:
-            self._host_functions[key] = _returns_host(function)
-        return self._host_functions[key]
+    # -- what the file's functions return ------------------------------------------------
+
+    def returned(self, function: Function) -> Value | None:
+        """What a call of ``function`` returns, judged from its own body with its parameters
+        unknown: a GPU array, a module, Kind.HOST when every return is a host value, or None
+        when the body does not tell. The same for every caller, so that a caller's result
+        depends on the callee's text, not on the order functions are walked in."""
+        key = (id(function), self.imports.version, len(self.module_classes))
+        if key in self._returns:
+            return self._returns[key]
+        self._returns[key] = None  # a recursive call returns "unknown"
+        saved = self.scope, self._cache
+        self.scope = Scope("function", function.name, self._static_scope(function))
+        self._cache = {}
+        try:
+            result = self._judge_returns(function)
+        finally:
+            self.scope, self._cache = saved
+        self._returns[key] = result
+        return result
+
+    def _static_scope(self, function: Function) -> Scope:
+        """The names a function sees when judged alone: the file's functions, and for a
+        method its class's other methods as `self.name`."""
+        cls = self.definitions.owner.get(id(function), "")
+        scope = self._static.get(cls)
+        if scope is not None:
+            return scope
+        module = self._static.get("")
+        if module is None:
+            module = self._static[""] = Scope("module", "<definitions>")
+            for name, definition in self.definitions.functions.items():
+                module.bind(name, Value(Kind.FUNCTION, origin=definition))
+        if not cls:
+            return module
+        scope = self._static[cls] = Scope("class", cls, module)
+        for name, definition in self.definitions.methods_of(cls).items():
+            scope.bind(f"self.{name}", Value(Kind.FUNCTION, origin=definition))
+        return scope
+
+    def _judge_returns(self, function: Function) -> Value | None:
+        returned: Value | None = None
+        unknown = False
+        generator = False
+        for statement in flat_statements(function.body):
+            match statement:
+                case ast.Assign(targets=targets, value=value):
+                    for target in targets:
+                        self._bind_quietly(target, value)
+                case ast.AnnAssign(target=target, value=value) if value is not None:
+                    self._bind_quietly(target, value)
+                case ast.AugAssign(target=ast.Name(id=name), value=value):
+                    added = self.value(value)
+                    if added is not None and added.on_gpu:
+                        self.scope.bind(name, added)
+                        self.invalidate()
+                case ast.For(target=target, iter=iterated):
+                    self._bind_names(target, element_of(self.value(iterated)))
+                case ast.With(items=items):
+                    for item in items:
+                        if item.optional_vars is not None:
+                            self._bind_quietly(item.optional_vars, item.context_expr)
+                case ast.Return(value=value):
+                    found = self.value(value)
+                    if found is not None and found.kind is not Kind.HOST:
+                        returned = merge(returned, found)
+                    elif found is None and not is_host_expression(value):
+                        unknown = True
+                case ast.Expr(value=ast.Yield(value=value) | ast.YieldFrom(value=value)):
+                    generator = True
+                    found = self.value(value)
+                    if found is not None and found.on_gpu:
+                        returned = Value(Kind.DEVICE_LOADER, found.lib)
+        if generator:
+            return returned
+        if returned is not None:
+            return returned
+        return None if unknown else Value(Kind.HOST)
+
+    def _bind_quietly(self, target: ast.expr, value: ast.expr) -> None:
+        if (
+            isinstance(target, ast.Tuple | ast.List)
+            and isinstance(value, ast.Tuple | ast.List)
+            and len(target.elts) == len(value.elts)
+        ):
+            for sub_target, sub_value in zip(target.elts, value.elts, strict=True):
+                self._bind_quietly(sub_target, sub_value)
+            return
+        found = self.value(value)
+        if isinstance(target, ast.Name):
+            self.scope.bind(target.id, found)
+            self.invalidate()
+        elif isinstance(target, ast.Tuple | ast.List | ast.Starred):
+            self._bind_names(target, element_of(found))
+
+    def _bind_names(self, target: ast.expr, value: Value | None) -> None:
+        for node in ast.walk(target):
+            if isinstance(node, ast.Name):
+                self.scope.bind(node.id, value)
+        self.invalidate()
 
     def _method(self, node: ast.Call, method: str, receiver: Value | None) -> Value | None:
         if method in fw.MODULE_PARTS_METHODS:
@@ -292,6 +425,8 @@ class Evaluator:
             return Value(Kind.GPU, "jax", exact=True)
         if name.startswith(("numpy.", "math.", "time.", "random.", "builtins.")):
             return None
+        if name.rsplit(".", 1)[-1] in fw.DEVICE_PLACING_FUNCTIONS:
+            return Value(Kind.GPU, exact=False)  # a batch (a tensor, dict or tuple) moved
         if name.startswith("torch.") and not fw.is_module_class(name):
             # torch.cat, torch.matmul, F.relu …: on the GPU when an argument is
             for argument in (*node.args, *(k.value for k in node.keywords)):
@@ -308,6 +443,17 @@ class Evaluator:
         return self.on_gpu(node)
 
 
+def _moves_each_item(element: ast.expr, evaluator: Evaluator) -> bool:
+    """`v.to(device)`, `t.cuda() if torch.is_tensor(t) else t`: a comprehension's item
+    expression that puts each item on the GPU."""
+    match element:
+        case ast.Call(func=ast.Attribute()):
+            return evaluator.moves_to_gpu(element)
+        case ast.IfExp(body=body, orelse=orelse):
+            return _moves_each_item(body, evaluator) or _moves_each_item(orelse, evaluator)
+    return False
+
+
 def _builds_module(func: ast.Attribute, evaluator: Evaluator) -> bool:
     """`Net().cuda()`, `nn.Linear(4, 4).to(device)`: the receiver constructs a module."""
     receiver = func.value
@@ -320,16 +466,16 @@ def _builds_module(func: ast.Attribute, evaluator: Evaluator) -> bool:
     return name[:1].isupper()
 
 
-def _returns_host(function: ast.AST | None) -> bool:
-    """A function of the file whose every return is a host value or nothing
-    (`def exists(v): return v is not None`)."""
-    if not isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
-        return False
-    return all(
-        is_host_expression(node.value)
-        for node in ast.walk(function)
-        if isinstance(node, ast.Return)
-    )
+def element_of(value: Value | None) -> Value | None:
+    """What iterating or unpacking a value gives: the rows of an array, the parts of a
+    model's outputs or of a batch."""
+    if value is None:
+        return None
+    if value.kind in (Kind.LOADER, Kind.BATCH):
+        return Value(Kind.BATCH)
+    if value.kind in (Kind.GPU, Kind.DEVICE_LOADER):
+        return Value(Kind.GPU, value.lib, exact=False)
+    return None
 
 
 def is_host_expression(node: ast.expr | None) -> bool:

@@ -10,22 +10,32 @@ callers before callees, with what the file passes them.
 from __future__ import annotations
 
 import ast
+import heapq
 from collections import defaultdict
 
 from gpulens.analysis import frameworks as fw
 from gpulens.analysis import rules as _rules  # noqa: F401  (registers every rule)
 from gpulens.analysis.config import Config
 from gpulens.analysis.context import Context, Loop
+from gpulens.analysis.definitions import CONSTRUCTORS, Definitions, calls_in
 from gpulens.analysis.function_results import CallSites, FunctionResultsMixin, Recording
 from gpulens.analysis.guards import leaves_loop, runs_once_per_period
 from gpulens.analysis.incremental import FunctionMemo
 from gpulens.analysis.model import Finding
 from gpulens.analysis.rules.registry import CHECKS
 from gpulens.analysis.source import SourceText
-from gpulens.analysis.symbols import Kind, Scope, Value, dotted_name, merge, simple_name
+from gpulens.analysis.symbols import (
+    Kind,
+    Scope,
+    Value,
+    dotted_name,
+    keyword,
+    merge,
+    simple_name,
+)
+from gpulens.analysis.values import element_of
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
-_METHODS_FIRST = ("__init__", "__post_init__", "setup", "reset_parameters")
 _PROGRESS = ("tqdm", "track", "progress", "iter", "trange")
 
 
@@ -33,14 +43,15 @@ def walk_module(
     tree: ast.Module, source: SourceText, config: Config, memo: FunctionMemo | None = None
 ) -> tuple[list[Finding], list[str]]:
     ctx = Context(source, config, tree)
-    walker = _Walker(ctx, memo)
+    definitions = Definitions.of(tree)
+    walker = _Walker(ctx, memo, definitions)
     notes: list[str] = []
     try:
         walker.scope_body(tree.body)
     except RecursionError:
         # a pathological expression: walk what we can, one top-level statement at a time
         ctx = Context(source, config, tree)
-        walker = _Walker(ctx, None)
+        walker = _Walker(ctx, None, definitions)
         for statement in tree.body:
             try:
                 walker.scope_body([statement])
@@ -51,9 +62,11 @@ def walk_module(
 
 
 class _Walker(FunctionResultsMixin):
-    def __init__(self, ctx: Context, memo: FunctionMemo | None) -> None:
+    def __init__(self, ctx: Context, memo: FunctionMemo | None, definitions: Definitions) -> None:
         self.ctx = ctx
         self.evaluator = ctx.evaluator
+        self.evaluator.definitions = definitions
+        self.definitions = definitions
         self.memo = memo
         self.call_sites: defaultdict[str, CallSites] = defaultdict(CallSites)
         # per scope being walked: its function definitions, walked once the scope is done
@@ -61,24 +74,105 @@ class _Walker(FunctionResultsMixin):
         self._recordings: list[Recording] = []
         # per walk: fingerprints of names looked up in a scope, device variables in scope
         # (keyed by the scope's id; scopes live as long as the walk)
-        self._looked_up: dict[int, tuple[Scope, dict[str, tuple[object, ...] | None]]] = {}
+        self._looked_up: dict[
+            tuple[int, int], tuple[Scope, dict[str, tuple[object, ...] | None]]
+        ] = {}
         self._devices: dict[int, tuple[Scope | None, tuple[str, ...] | None]] = {}
+        self._definitions_key: tuple[object, ...] | None = None
 
     # -- scopes -------------------------------------------------------------------------
 
-    def scope_body(self, body: list[ast.stmt], *, is_class: bool = False) -> None:
-        """Walk a module, function or class body, then the functions defined in it."""
+    def scope_body(self, body: list[ast.stmt]) -> None:
+        """Walk a module or function body, then the functions and methods defined in it."""
         self._deferred_functions.append([])
         self.block(body)
         functions = self._deferred_functions.pop()
-        # callers are usually defined after their callees: walking in reverse source
-        # order lets a callee see what its callers pass; a class's __init__ comes first
-        # so its methods see the attributes it sets
-        ordered = list(reversed(functions))
-        if is_class:
-            ordered.sort(key=lambda item: item[0].name not in _METHODS_FIRST)
-        for function, scope, is_method in ordered:
+        for function, scope, is_method in self.call_order(functions):
             self.function_body(function, scope, is_method)
+
+    def call_order(
+        self, functions: list[tuple[Function, Scope, bool]]
+    ) -> list[tuple[Function, Scope, bool]]:
+        """Callers before callees, so that each body is walked knowing what every caller
+        passes it and whether one calls it per step; a class's constructor before its other
+        methods, which read the attributes it sets. Cycles are broken in reverse source
+        order (callees are usually defined before their callers)."""
+        count = len(functions)
+        if count < 2:
+            return functions
+        keys = [self.site_key(f, scope, is_method) for f, scope, is_method in functions]
+        position = {key: index for index, key in enumerate(keys)}
+        callees: list[set[int]] = []
+        for index, (function, scope, _) in enumerate(functions):
+            found = {position[k] for k in self.callees_of(function, scope) if k in position}
+            callees.append(found - {index})
+        for index, (function, scope, is_method) in enumerate(functions):
+            if is_method and function.name in CONSTRUCTORS:
+                callees[index] |= {
+                    other
+                    for other, (_, other_scope, other_method) in enumerate(functions)
+                    if other_method
+                    and other_scope is scope
+                    and other != index
+                    and functions[other][0].name not in CONSTRUCTORS
+                }
+        callers = [0] * count
+        for found in callees:
+            for callee in found:
+                callers[callee] += 1
+        rank = sorted(
+            range(count),
+            key=lambda i: (not (functions[i][2] and functions[i][0].name in CONSTRUCTORS), -i),
+        )
+        place = {index: r for r, index in enumerate(rank)}
+        ready = [r for r, i in enumerate(rank) if callers[i] == 0]
+        heapq.heapify(ready)
+        done = [False] * count
+        ordered: list[tuple[Function, Scope, bool]] = []
+        while len(ordered) < count:
+            while ready and done[rank[ready[0]]]:
+                heapq.heappop(ready)
+            if ready:
+                index = rank[heapq.heappop(ready)]
+            else:  # a cycle: take the most preferred of what is left
+                index = next(i for i in rank if not done[i])
+            done[index] = True
+            ordered.append(functions[index])
+            for callee in callees[index]:
+                callers[callee] -= 1
+                if callers[callee] == 0 and not done[callee]:
+                    heapq.heappush(ready, place[callee])
+        return ordered
+
+    def site_key(self, function: Function, scope: Scope, is_method: bool) -> str:
+        """The name calls of a function are recorded under: `f`, or `Class.method`."""
+        return f"{scope.name}.{function.name}" if is_method else function.name
+
+    def callees_of(self, function: Function, scope: Scope) -> set[str]:
+        """The keys of the file's functions and methods that ``function`` may call, read
+        from its text alone."""
+        cls = scope.name if scope.kind == "class" else None
+        if cls is None:
+            owner = scope.enclosing_class()
+            cls = owner.name if owner is not None else None
+        definitions = self.definitions
+        found: set[str] = set()
+        for call in calls_in(function):
+            match call.func:
+                case ast.Name(id=name):
+                    if name in definitions.methods:
+                        resolved = definitions.method(name, "__init__")
+                        if resolved is not None:
+                            found.add(f"{resolved[0]}.__init__")
+                    else:
+                        found.add(name)
+                case ast.Attribute(value=ast.Name(id="self"), attr=attr) if cls is not None:
+                    resolved = definitions.method(cls, attr)
+                    if resolved is not None:
+                        found.add(f"{resolved[0]}.{attr}")
+                case ast.Attribute(attr=attr):
+                    found.update(f"{c}.{attr}" for c in definitions.defining.get(attr, ()))
+        return found
 
     def walk_function(
         self, function: Function, enclosing: Scope, is_method: bool, sites: CallSites | None
@@ -86,7 +180,7 @@ class _Walker(FunctionResultsMixin):
         ctx = self.ctx
         scope = Scope("function", function.name, enclosing)
         positional = [a.arg for a in (*function.args.posonlyargs, *function.args.args)]
-        if is_method and positional:
+        if is_method and positional and not _is_static(function):
             positional = positional[1:]
         for index, name in enumerate(positional):
             value = None
@@ -133,8 +227,11 @@ class _Walker(FunctionResultsMixin):
             case ast.FunctionDef() | ast.AsyncFunctionDef():
                 self.expressions(*node.decorator_list, *node.args.defaults)
                 self.expressions(*(d for d in node.args.kw_defaults if d is not None))
-                self.bind(node.name, Value(Kind.FUNCTION, origin=node))
+                function = Value(Kind.FUNCTION, origin=node)
+                self.bind(node.name, function)
                 is_method = self.evaluator.scope.kind == "class"
+                if is_method:
+                    self.bind(f"self.{node.name}", function)  # what `self.name()` calls
                 self._deferred_functions[-1].append((node, self.evaluator.scope, is_method))
             case ast.ClassDef():
                 self.class_def(node)
@@ -157,6 +254,7 @@ class _Walker(FunctionResultsMixin):
             case ast.Expr(value=value):
                 self.expression(value)
                 self.in_place_move(value)
+                self.collect(value)
             case ast.For() | ast.AsyncFor():
                 self.for_loop(node)
             case ast.While():
@@ -211,12 +309,14 @@ class _Walker(FunctionResultsMixin):
         evaluator.scope = Scope("class", node.name, saved)
         saved_loops, self.ctx.loops = self.ctx.loops, []
         try:
-            self.scope_body(node.body, is_class=True)
+            # its methods are walked with the functions of the enclosing scope, once every
+            # caller there has been seen
+            self.block(node.body)
         finally:
             evaluator.scope = saved
             self.ctx.loops = saved_loops
             evaluator.invalidate()
-        self.bind(node.name, None)
+        self.bind(node.name, Value(Kind.CLASS, origin=node))
 
     def for_loop(self, node: ast.For | ast.AsyncFor) -> None:
         self.expression(node.iter)
@@ -299,6 +399,8 @@ class _Walker(FunctionResultsMixin):
                 return
             case ast.Call():
                 self.record_call(node)
+                if self.mapped_lambda(node):
+                    return
         for field_name in _EXPRESSION_FIELDS[type(node)]:
             child = getattr(node, field_name)
             if isinstance(child, list):
@@ -336,6 +438,7 @@ class _Walker(FunctionResultsMixin):
             evaluator.invalidate()
 
     def lambda_(self, node: ast.Lambda) -> None:
+        """A lambda on its own: its body runs when something calls it, not here."""
         evaluator = self.evaluator
         outer, loops = evaluator.scope, self.ctx.loops
         evaluator.scope = Scope("function", "<lambda>", outer)
@@ -345,6 +448,36 @@ class _Walker(FunctionResultsMixin):
         finally:
             evaluator.scope, self.ctx.loops = outer, loops
             evaluator.invalidate()
+
+    def mapped_lambda(self, call: ast.Call) -> bool:
+        """`map(lambda t: t.item(), xs)`, `sorted(xs, key=lambda t: t.item())`: the lambda
+        runs once per item, here, like a comprehension's body. False when ``call`` is no
+        such call (it is then walked as any other)."""
+        found = _mapped_lambda(call)
+        if found is None:
+            return False
+        function, iterables, label = found
+        self.expression(call.func)
+        for argument in (*call.args, *(k.value for k in call.keywords)):
+            if argument is not function:
+                self.expression(argument)
+        evaluator = self.evaluator
+        outer = evaluator.scope
+        evaluator.scope = Scope("comprehension", "<lambda>", outer)
+        parameters = [a.arg for a in (*function.args.posonlyargs, *function.args.args)]
+        for parameter, iterable in zip(parameters, iterables, strict=False):
+            self.bind(parameter, element_of(self.iterated(iterable)))
+        iterates = self.iterated(iterables[0])
+        self.ctx.loops.append(
+            Loop(function, call.lineno - 1, frozenset(parameters), iterates, label=label)
+        )
+        try:
+            self.expression(function.body)
+        finally:
+            self.ctx.loops.pop()
+            evaluator.scope = outer
+            evaluator.invalidate()
+        return True
 
     # -- bindings -----------------------------------------------------------------------
 
@@ -380,13 +513,15 @@ class _Walker(FunctionResultsMixin):
                     for sub_target, sub_value in zip(targets, value.elts, strict=True):
                         self.assign(sub_target, sub_value)
                     return
-                self.bind_all(target, _element(self.evaluator.value(value)))
+                self.bind_all(target, element_of(self.evaluator.value(value)))
             case ast.Starred(value=inner):
-                self.bind_all(inner, _element(self.evaluator.value(value)))
+                self.bind_all(inner, element_of(self.evaluator.value(value)))
             case ast.Attribute():
                 name = dotted_name(target)
                 if name is not None:
                     self.bind(name, self.evaluator.value(value))
+            case ast.Subscript(value=container):
+                self.hold(container, self.evaluator.value(value))
 
     def bind_all(self, target: ast.expr, value: Value | None) -> None:
         for node in ast.walk(target):
@@ -394,6 +529,23 @@ class _Walker(FunctionResultsMixin):
                 self.bind(node.id, value)
             elif isinstance(node, ast.Attribute) and (name := dotted_name(node)):
                 self.bind(name, value)
+
+    def collect(self, value: ast.expr) -> None:
+        """`losses.append(loss)`: the list now holds a GPU value."""
+        match value:
+            case ast.Call(
+                func=ast.Attribute(value=container, attr="append" | "add" | "extend" | "insert"),
+                args=[*_, item],
+            ):
+                self.hold(container, self.evaluator.value(item))
+
+    def hold(self, container: ast.expr, item: Value | None) -> None:
+        """A list or dict known to nothing else now holds ``item``."""
+        name = dotted_name(container)
+        if name is None or item is None or item.kind is not Kind.GPU:
+            return
+        if self.evaluator.scope.lookup(name) is None:
+            self.bind(name, Value(Kind.GPU, item.lib, exact=False))
 
     def in_place_move(self, value: ast.expr) -> None:
         """`model.to(device)` / `model.cuda()` as a statement moves a module in place."""
@@ -445,42 +597,71 @@ class _Walker(FunctionResultsMixin):
             case ast.Call(func=func, args=[inner, *_]), _ if _is_progress(func):
                 self.bind_loop_target(target, inner)
                 return
-        iterates = self.iterated(iterable)
-        element: Value | None = None
-        if iterates is not None:
-            if iterates.kind in (Kind.LOADER, Kind.BATCH):
-                element = Value(Kind.BATCH)
-            elif iterates.kind is Kind.GPU:
-                element = Value(Kind.GPU, iterates.lib, exact=False)
-        self.bind_all(target, element)
+            case ast.Call(func=ast.Attribute(value=mapping, attr="items")), ast.Tuple(
+                elts=[key, item]
+            ):
+                self.bind_all(key, None)  # the names of a batch's fields, a state dict's keys
+                self.bind_all(item, element_of(self.evaluator.value(mapping)))
+                return
+        self.bind_all(target, element_of(self.iterated(iterable)))
 
     def record_call(self, node: ast.Call) -> None:
-        """Remember what the file passes to its own functions, and from where."""
+        """Remember what the file passes to its own functions and methods, and from where."""
         if isinstance(node.func, ast.Attribute) and self.evaluator.moves_to_gpu(node):
             self.ctx.facts.uses_gpu = True
-        name = dotted_name(node.func)
-        if name is None:
-            return
-        if "." in name and not name.startswith("self."):
-            return
-        callee = self.evaluator.scope.lookup(name) if "." not in name else None
-        if "." not in name and (callee is None or callee.kind is not Kind.FUNCTION):
+        targets = self.call_targets(node.func)
+        if not targets:
             return
         arguments: list[tuple[int | str, Value | None]] = []
         for index, argument in enumerate(node.args):
             if isinstance(argument, ast.Starred):
                 break
             arguments.append((index, self.evaluator.value(argument)))
-        for keyword in node.keywords:
-            if keyword.arg is not None:
-                arguments.append((keyword.arg, self.evaluator.value(keyword.value)))
+        for named in node.keywords:
+            if named.arg is not None:
+                arguments.append((named.arg, self.evaluator.value(named.value)))
         loop = self.ctx.hot_loop
-        hot_call = None
-        if loop is not None:
-            hot_call = f"the loop that calls {name.removeprefix('self.')}()"
-        for recording in self._recordings:
-            recording.calls.append((name, tuple(arguments), hot_call))
-        self.merge_call(name, tuple(arguments), hot_call)
+        for key in targets:
+            hot_call = None
+            if loop is not None:
+                hot_call = f"the loop that calls {key.rsplit('.', 1)[-1]}()"
+            for recording in self._recordings:
+                recording.calls.append((key, tuple(arguments), hot_call))
+            self.merge_call(key, tuple(arguments), hot_call)
+
+    def call_targets(self, func: ast.expr) -> list[str]:
+        """The keys of the file's functions and methods a call of ``func`` may run."""
+        definitions = self.definitions
+        evaluator = self.evaluator
+        callee = evaluator.value(func)
+        if callee is not None:
+            if callee.kind is Kind.FUNCTION and callee.origin is not None:
+                owner = definitions.owner.get(id(callee.origin))
+                name = callee.origin.name  # type: ignore[attr-defined]
+                return [f"{owner}.{name}" if owner else name]
+            if callee.kind is Kind.CLASS and isinstance(callee.origin, ast.ClassDef):
+                return _method_key(definitions, callee.origin.name, "__init__")
+            if callee.kind in (Kind.MODULE, Kind.GPU_MODULE):
+                made = callee.origin
+                if isinstance(made, ast.Call) and isinstance(made.func, ast.Name):
+                    return _method_key(definitions, made.func.id, "forward")
+            return []
+        match func:
+            case ast.Name(id="self"):
+                owner_scope = evaluator.scope.enclosing_class()
+                return _method_key(definitions, owner_scope.name, "forward") if owner_scope else []
+            case ast.Name(id=name) if name in definitions.methods:
+                return _method_key(definitions, name, "__init__")
+            case ast.Attribute(value=ast.Name(id="self"), attr=attr):
+                owner_scope = evaluator.scope.enclosing_class()
+                return _method_key(definitions, owner_scope.name, attr) if owner_scope else []
+            case ast.Attribute(value=receiver, attr=attr) if attr in definitions.defining:
+                if evaluator.value(receiver) is not None or self.ctx.qualname(receiver):
+                    return []  # a library's object or module
+                # an object whose class the file does not say: any class of the file that
+                # defines the method may be the one
+                return [f"{cls}.{attr}" for cls in definitions.defining[attr]]
+        return []
 
     def merge_call(
         self, name: str, arguments: tuple[tuple[int | str, Value | None], ...], hot_call: str | None
@@ -519,11 +700,31 @@ def _has_loop(body: list[ast.stmt]) -> bool:
     return False
 
 
-def _element(value: Value | None) -> Value | None:
-    """What unpacking a value gives: the parts of a model's outputs, of a batch."""
-    if value is not None and value.kind in (Kind.GPU, Kind.BATCH):
-        return Value(value.kind, value.lib, exact=False)
+def _mapped_lambda(call: ast.Call) -> tuple[ast.Lambda, list[ast.expr], str] | None:
+    """The lambda a call runs once per item, the iterables it gets its items from, and the
+    call's name for messages."""
+    name = simple_name(call.func)
+    if name in ("map", "filter", "starmap") and len(call.args) >= 2:
+        function, *iterables = call.args
+        if isinstance(function, ast.Lambda) and not any(
+            isinstance(i, ast.Starred) for i in iterables
+        ):
+            return function, iterables, f"the `{name}()` over its items"
+        return None
+    if name in ("sorted", "min", "max") and len(call.args) == 1:
+        key = keyword(call, "key")
+        if key is not None and isinstance(key.value, ast.Lambda):
+            return key.value, [call.args[0]], f"the `{name}()` over its items"
     return None
+
+
+def _method_key(definitions: Definitions, cls: str, name: str) -> list[str]:
+    resolved = definitions.method(cls, name)
+    return [f"{resolved[0]}.{name}"] if resolved is not None else []
+
+
+def _is_static(function: Function) -> bool:
+    return any(simple_name(d) == "staticmethod" for d in function.decorator_list)
 
 
 def _is_progress(func: ast.expr) -> bool:
