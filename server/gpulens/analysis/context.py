@@ -15,6 +15,9 @@ from gpulens.analysis.symbols import Imports, Kind, Scope, Value
 from gpulens.analysis.values import Evaluator
 
 
+_LOADERS = (Kind.LOADER, Kind.DEVICE_LOADER, Kind.BATCH)
+
+
 @dataclass(slots=True)
 class Loop:
     """A loop the walker is inside: a `for`, a `while`, a comprehension, or the body of a
@@ -36,7 +39,7 @@ class Loop:
 
     @property
     def over_loader(self) -> bool:
-        return self.iterates is not None and self.iterates.kind in (Kind.LOADER, Kind.BATCH)
+        return self.iterates is not None and self.iterates.kind in _LOADERS
 
     def describe(self) -> str:
         # no line numbers: in a notebook they would count from the first cell

@@ -169,6 +169,61 @@ HOST_CLOCKS = frozenset(
     }
 )
 
+# objects whose `prepare`/`setup` put models and loaders on the device
+FRAMEWORK_CLASSES = frozenset(
+    {
+        "accelerate.Accelerator",
+        "accelerate.accelerator.Accelerator",
+        "lightning.Fabric",
+        "lightning.fabric.Fabric",
+        "lightning.fabric.fabric.Fabric",
+        "lightning_fabric.Fabric",
+        "lightning_fabric.fabric.Fabric",
+    }
+)
+# names that by convention hold one (used when it comes from elsewhere: `self.accelerator`)
+FRAMEWORK_NAME = re.compile(r"^(accelerator|fabric)$")
+# what each of their methods returns for each argument: a module or loader on the device
+PLACING_METHODS = {
+    "prepare": "each",  # Accelerate: models, optimizers, loaders, schedulers, in order
+    "prepare_model": "module",
+    "prepare_data_loader": "loader",
+    "setup": "module first",  # Fabric: the model, then its optimizers
+    "setup_module": "module",
+    "setup_dataloaders": "loader",
+    "unwrap_model": "module",
+}
+# names that by convention hold a model (an argument of `prepare` whose value is unknown)
+MODEL_NAME = re.compile(
+    r"(^|_)(model|net|network|module|unet|transformer|encoder|decoder|generator|"
+    r"discriminator|critic|policy|backbone|classifier|vae|teacher|student)$",
+    re.IGNORECASE,
+)
+# methods a framework calls once per step with the batch already on the device, and the
+# parameters that receive device data: a LightningModule's steps and batch hooks, a
+# transformers Trainer's compute_loss
+STEP_METHODS: dict[str, dict[str, tuple[str, ...]]] = {
+    "lightning": {
+        "training_step": ("batch",),
+        "validation_step": ("batch",),
+        "test_step": ("batch",),
+        "predict_step": ("batch",),
+        "on_train_batch_start": ("batch",),
+        "on_train_batch_end": ("outputs", "batch"),
+        "on_validation_batch_start": ("batch",),
+        "on_validation_batch_end": ("outputs", "batch"),
+        "on_test_batch_start": ("batch",),
+        "on_test_batch_end": ("outputs", "batch"),
+        "on_predict_batch_start": ("batch",),
+        "on_predict_batch_end": ("outputs", "batch"),
+        "on_after_batch_transfer": ("batch",),
+    },
+    "transformers": {"compute_loss": ("inputs",)},
+}
+# base classes whose subclasses' STEP_METHODS a framework runs, by the end of their name
+STEP_CLASSES = {"LightningModule": "lightning", "Trainer": "transformers"}
+STEP_CLASS_MODULES = ("lightning", "pytorch_lightning", "transformers", "trl")
+
 # library functions that move a whole batch (tensors in dicts, lists, tuples) to a device
 DEVICE_PLACING_FUNCTIONS = frozenset({"send_to_device", "move_data_to_device"})
 

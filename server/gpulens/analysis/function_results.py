@@ -155,6 +155,7 @@ class FunctionResultsMixin:
             passed,
             tuple(sorted(self.ctx.imports.aliases.items())),
             frozenset(self.evaluator.module_classes),
+            tuple(sorted(self.evaluator.step_classes.items())),
             self.definitions_key(),
         )
 

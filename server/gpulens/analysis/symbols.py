@@ -18,6 +18,8 @@ class Kind(enum.Enum):
     # generator of the file that moves what it yields
     DEVICE_LOADER = "device_loader"
     BATCH = "batch"  # what a loader yields: on the host until moved
+    # an Accelerator or a Fabric: what its prepare()/setup() returns is on the device
+    FRAMEWORK = "framework"
     FUNCTION = "function"  # a function defined in the analysed file
     CLASS = "class"  # a class defined in the analysed file
     # a value known to live on the host (a number, a string, a bool): what a function of

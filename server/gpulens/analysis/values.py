@@ -34,6 +34,7 @@ class Evaluator:
         "imports",
         "module_classes",
         "scope",
+        "step_classes",
     )
 
     def __init__(
@@ -44,6 +45,8 @@ class Evaluator:
         self.definitions = definitions or Definitions()
         # classes defined in the file that subclass nn.Module
         self.module_classes: set[str] = set()
+        # classes of the file whose steps a framework runs: class -> "lightning", …
+        self.step_classes: dict[str, str] = {}
         self._cache: dict[int, Value | None] = {}
         # what each function of the file returns, per state of the imports it is judged by
         self._returns: dict[tuple[int, int, int], Value | None] = {}
@@ -194,11 +197,15 @@ class Evaluator:
         qualified = self.imports.qualname(node)
         if qualified in ("torch.float16", "torch.half", "torch.bfloat16"):
             return None
+        if node.attr == "device" and self.is_framework(node.value):
+            return GPU_DEVICE
         base = self.value(node.value)
-        if base is None or base.kind is not Kind.GPU:
+        if base is None or base.kind is not Kind.GPU or node.attr in fw.HOST_ATTRIBUTES:
             return None
         if node.attr in fw.ARRAY_ATTRIBUTES:
             return Value(Kind.GPU, base.lib, exact=True)
+        if not base.exact:
+            return Value(Kind.GPU, base.lib)  # a field of a model's outputs: `outputs.logits`
         return None
 
     def _call(self, node: ast.Call) -> Value | None:
@@ -209,14 +216,19 @@ class Evaluator:
             if known is not ...:
                 return known
         if isinstance(func, ast.Attribute):
+            if func.attr in fw.PLACING_METHODS and self.is_framework(func.value):
+                parts = self.placed_parts(node)
+                return parts[0] if parts is not None and len(parts) == 1 else None
             receiver = self.value(func.value)
             if receiver is not None or func.attr in ("cuda", "to"):
                 return self._method(node, func.attr, receiver)
         if isinstance(func, ast.Name):
             if func.id in self.module_classes:
                 return Value(Kind.MODULE, origin=node)
-            if func.id in ("iter", "next"):
+            if func.id == "iter":
                 return self.value(node.args[0]) if node.args else None
+            if func.id == "next":
+                return element_of(self.value(node.args[0])) if node.args else None
             if func.id in fw.HOST_BUILTINS and self.scope.lookup(func.id) is None:
                 return None
         callee = self.value(func)
@@ -232,6 +244,60 @@ class Evaluator:
             value = self.value(argument)
             if value is not None and value.kind is Kind.GPU:
                 return Value(Kind.GPU, value.lib)
+        return None
+
+    # -- frameworks that place what they are given -------------------------------------
+
+    def is_framework(self, node: ast.expr) -> bool:
+        """An Accelerator or a Fabric: made here, or named so (`self.accelerator`)."""
+        value = self.value(node)
+        if value is not None:
+            return value.kind is Kind.FRAMEWORK
+        name = dotted_name(node)
+        return (
+            name is not None
+            and self.imports.qualname(node) is None
+            and bool(fw.FRAMEWORK_NAME.match(name.rsplit(".", 1)[-1]))
+        )
+
+    def placed_parts(self, call: ast.Call) -> list[Value | None] | None:
+        """What `accelerator.prepare(model, opt, loader)` or `fabric.setup(model, opt)`
+        returns for each argument, in order; None when ``call`` is no such call."""
+        func = call.func
+        if not isinstance(func, ast.Attribute) or func.attr not in fw.PLACING_METHODS:
+            return None
+        if not self.is_framework(func.value):
+            return None
+        if any(isinstance(a, ast.Starred) for a in call.args):
+            return None
+        how = fw.PLACING_METHODS[func.attr]
+        parts: list[Value | None] = []
+        for index, argument in enumerate(call.args):
+            role = how
+            if how == "module first":
+                role = "module" if index == 0 else "other"
+            parts.append(self._placed(argument, role))
+        return parts
+
+    def _placed(self, argument: ast.expr, role: str) -> Value | None:
+        value = self.value(argument)
+        if role == "other":
+            return None
+        if value is not None:
+            if value.kind in (Kind.MODULE, Kind.GPU_MODULE):
+                return Value(Kind.GPU_MODULE, origin=value.origin)
+            if value.kind in (Kind.LOADER, Kind.DEVICE_LOADER):
+                return Value(Kind.DEVICE_LOADER)
+            return value if value.kind is Kind.GPU else None
+        if role == "module":
+            return Value(Kind.GPU_MODULE)
+        if role == "loader":
+            return Value(Kind.DEVICE_LOADER)
+        last = (dotted_name(argument) or "").rsplit(".", 1)[-1]
+        if fw.LOADER_NAME.search(last):
+            return Value(Kind.DEVICE_LOADER)
+        if fw.MODEL_NAME.search(last):
+            return Value(Kind.GPU_MODULE)
         return None
 
     # -- what the file's functions return ------------------------------------------------
@@ -403,6 +469,8 @@ class Evaluator:
             return GPU_DEVICE if self.device_of(node) else None
         if name in fw.DATALOADERS:
             return Value(Kind.LOADER, origin=node)
+        if name in fw.FRAMEWORK_CLASSES:
+            return Value(Kind.FRAMEWORK, name.split(".", 1)[0])
         if fw.is_module_class(name):
             return Value(Kind.MODULE, origin=node)
         if (

@@ -144,6 +144,21 @@ class _Walker(FunctionResultsMixin):
                     heapq.heappush(ready, place[callee])
         return ordered
 
+    def framework_step(self, function: Function, scope: Scope) -> tuple[str, list[str]] | None:
+        """For a method a framework runs once per step (a LightningModule's training_step):
+        how messages name the loop that runs it, and its parameters that get device data."""
+        framework = self.evaluator.step_classes.get(scope.name) if scope.kind == "class" else None
+        if framework is None:
+            return None
+        wanted = fw.STEP_METHODS[framework].get(function.name)
+        if wanted is None:
+            return None
+        parameters = [a.arg for a in (*function.args.posonlyargs, *function.args.args)][1:]
+        named = [p for p in parameters if p in wanted]
+        if not named and parameters and function.name.endswith("_step"):
+            named = parameters[:1]  # `def training_step(self, data, index)`
+        return f"the loop that runs {function.name}() once per batch", named
+
     def site_key(self, function: Function, scope: Scope, is_method: bool) -> str:
         """The name calls of a function are recorded under: `f`, or `Class.method`."""
         return f"{scope.name}.{function.name}" if is_method else function.name
@@ -191,6 +206,11 @@ class _Walker(FunctionResultsMixin):
             if argument is not None:
                 value = sites.arguments.get(argument.arg) if sites else None
                 scope.bind(argument.arg, value)
+        step = self.framework_step(function, enclosing) if is_method else None
+        if step is not None:
+            # the framework moved the batch to the device before calling the step
+            for name in step[1]:
+                scope.bind(name, Value(Kind.GPU, exact=False))
         saved = (self.evaluator.scope, ctx.loops, ctx.function)
         self.evaluator.scope = scope
         self.evaluator.invalidate()
@@ -198,8 +218,10 @@ class _Walker(FunctionResultsMixin):
         ctx.loops = []
         # a callee with loops of its own is the per-epoch level: its loops are the hot ones,
         # and what runs once per call (a read of the epoch's total) is no pitfall
-        if sites is not None and sites.hot_call and not _has_loop(function.body):
-            line = function.lineno - 1
+        line = function.lineno - 1
+        if step is not None:
+            ctx.loops = [Loop(function, line, frozenset(), None, called_from=step[0])]
+        elif sites is not None and sites.hot_call and not _has_loop(function.body):
             ctx.loops = [Loop(function, line, frozenset(), None, called_from=sites.hot_call)]
         try:
             self.scope_body(function.body)
@@ -305,6 +327,9 @@ class _Walker(FunctionResultsMixin):
             local = base.id if isinstance(base, ast.Name) else ""
             if name.endswith(("nn.Module", "LightningModule")) or local in evaluator.module_classes:
                 evaluator.module_classes.add(node.name)
+            framework = evaluator.step_classes.get(local) or _step_framework(name)
+            if framework is not None:
+                evaluator.step_classes[node.name] = framework
         saved = evaluator.scope
         evaluator.scope = Scope("class", node.name, saved)
         saved_loops, self.ctx.loops = self.ctx.loops, []
@@ -513,6 +538,14 @@ class _Walker(FunctionResultsMixin):
                     for sub_target, sub_value in zip(targets, value.elts, strict=True):
                         self.assign(sub_target, sub_value)
                     return
+                # `model, opt, loader = accelerator.prepare(model, opt, loader)`
+                parts = (
+                    self.evaluator.placed_parts(value) if isinstance(value, ast.Call) else None
+                )
+                if parts is not None and len(parts) == len(targets):
+                    for sub_target, part in zip(targets, parts, strict=True):
+                        self.bind_all(sub_target, part)
+                    return
                 self.bind_all(target, element_of(self.evaluator.value(value)))
             case ast.Starred(value=inner):
                 self.bind_all(inner, element_of(self.evaluator.value(value)))
@@ -698,6 +731,13 @@ def _has_loop(body: list[ast.stmt]) -> bool:
         if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda):
             pending.extend(ast.iter_child_nodes(node))
     return False
+
+
+def _step_framework(base: str) -> str | None:
+    """The framework whose steps a class with base ``base`` (a qualified name) defines."""
+    if not base.startswith(fw.STEP_CLASS_MODULES):
+        return None
+    return fw.STEP_CLASSES.get(base.rsplit(".", 1)[-1])
 
 
 def _mapped_lambda(call: ast.Call) -> tuple[ast.Lambda, list[ast.expr], str] | None:
