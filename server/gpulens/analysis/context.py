@@ -14,7 +14,6 @@ from gpulens.analysis.source import SourceText
 from gpulens.analysis.symbols import Imports, Kind, Scope, Value
 from gpulens.analysis.values import Evaluator
 
-
 _LOADERS = (Kind.LOADER, Kind.DEVICE_LOADER, Kind.BATCH)
 
 

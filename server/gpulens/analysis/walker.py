@@ -539,9 +539,7 @@ class _Walker(FunctionResultsMixin):
                         self.assign(sub_target, sub_value)
                     return
                 # `model, opt, loader = accelerator.prepare(model, opt, loader)`
-                parts = (
-                    self.evaluator.placed_parts(value) if isinstance(value, ast.Call) else None
-                )
+                parts = self.evaluator.placed_parts(value) if isinstance(value, ast.Call) else None
                 if parts is not None and len(parts) == len(targets):
                     for sub_target, part in zip(targets, parts, strict=True):
                         self.bind_all(sub_target, part)
