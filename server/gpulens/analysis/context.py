@@ -35,10 +35,18 @@ class Loop:
     # what rules already reported for this loop (one finding per array and loop)
     reported: set[str] = field(default_factory=set)
     label: str | None = None  # how messages name it, when not by its node's type
+    # its items are whole batches or a few distinct tensors (`for t in (x, mask)`,
+    # `for k, v in batch.items()`, `for chunk in x.split(n)`), not the samples of one batch
+    whole_items: bool = False
 
     @property
     def over_loader(self) -> bool:
         return self.iterates is not None and self.iterates.kind in _LOADERS
+
+    @property
+    def per_sample(self) -> bool:
+        """Each iteration handles one sample (or one element) of some data."""
+        return bool(self.targets) and not self.over_loader and not self.whole_items
 
     def describe(self) -> str:
         # no line numbers: in a notebook they would count from the first cell

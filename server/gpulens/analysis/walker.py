@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import heapq
+import re
 from collections import defaultdict
 
 from gpulens.analysis import frameworks as fw
@@ -350,7 +351,13 @@ class _Walker(FunctionResultsMixin):
         self.bind_loop_target(node.target, node.iter)
         targets = frozenset(n.id for n in ast.walk(node.target) if isinstance(n, ast.Name))
         loop = Loop(
-            node, node.lineno - 1, targets, iterates, statement=node, block=self.ctx.statements
+            node,
+            node.lineno - 1,
+            targets,
+            iterates,
+            statement=node,
+            block=self.ctx.statements,
+            whole_items=_whole_items(node.target, node.iter),
         )
         loop.guarded = leaves_loop(node.body)  # a body that ends in break runs once
         self.ctx.loops.append(loop)
@@ -453,7 +460,10 @@ class _Walker(FunctionResultsMixin):
                 targets = frozenset(
                     n.id for n in ast.walk(generator.target) if isinstance(n, ast.Name)
                 )
-                self.ctx.loops.append(Loop(node, node.lineno - 1, targets, iterates))
+                whole = _whole_items(generator.target, generator.iter)
+                self.ctx.loops.append(
+                    Loop(node, node.lineno - 1, targets, iterates, whole_items=whole)
+                )
                 pushed += 1
                 self.expressions(*generator.ifs)
             self.expressions(*results)
@@ -729,6 +739,45 @@ def _has_loop(body: list[ast.stmt]) -> bool:
         if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda):
             pending.extend(ast.iter_child_nodes(node))
     return False
+
+
+# names of loop variables and iterables whose items are whole batches or parts of one
+_WHOLE_ITEMS = re.compile(
+    r"(^|_)(batch|batches|minibatch|minibatches|micro_?batch\w*|chunk|chunks|shard|shards|"
+    r"split|splits|inputs|buffers|caches?)$",
+    re.IGNORECASE,
+)
+_SPLITTING_METHODS = frozenset(
+    {"split", "chunk", "tensor_split", "array_split", "items", "values", "keys"}
+)
+
+
+def _whole_items(target: ast.expr, iterable: ast.expr) -> bool:
+    """A loop whose items are whole batches, a batch's fields, or a few distinct tensors
+    written out (`for t in (x, mask, cos, sin)`): copying or running each is not per sample."""
+    match iterable:
+        case ast.Tuple() | ast.List() | ast.Set():
+            return True
+        case ast.Call(func=ast.Name(id="enumerate" | "reversed" | "list" | "tuple"), args=[inner]):
+            return _whole_items(_enumerated(target), inner)
+        case ast.Call(func=ast.Name(id="zip"), args=arguments) if arguments:
+            return all(_whole_items(target, a) for a in arguments)
+        case ast.Call(func=func, args=[inner, *_]) if _is_progress(func):
+            return _whole_items(target, inner)
+        case ast.Call(func=ast.Attribute(attr=attr)) if attr in _SPLITTING_METHODS:
+            return True
+        case ast.Call(func=func) if simple_name(func) in ("chunk", "split", "tensor_split"):
+            return True
+    names = [n.id for n in ast.walk(target) if isinstance(n, ast.Name)]
+    iterated = (dotted_name(iterable) or "").rsplit(".", 1)[-1]
+    return any(_WHOLE_ITEMS.search(n) for n in [*names, iterated] if n)
+
+
+def _enumerated(target: ast.expr) -> ast.expr:
+    """The item part of an `enumerate` loop's target (`i, batch` -> `batch`)."""
+    if isinstance(target, ast.Tuple) and len(target.elts) == 2:
+        return target.elts[1]
+    return target
 
 
 def _step_framework(base: str) -> str | None:

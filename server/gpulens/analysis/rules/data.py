@@ -146,7 +146,7 @@ def _batch_size_findings(node: ast.Call, ctx: Context) -> list[Finding]:
 @checks(ast.Call)
 def check_per_sample_call(node: ast.Call, ctx: Context) -> None:
     loop = ctx.hot_loop
-    if loop is None or not loop.targets or loop.over_loader or loop.called_from:
+    if loop is None or not loop.per_sample or loop.called_from:
         return
     callee = ctx.value(node.func)
     if callee is None or callee.kind is not Kind.GPU_MODULE:

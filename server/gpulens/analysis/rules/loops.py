@@ -8,7 +8,7 @@ from gpulens.analysis.context import Context
 from gpulens.analysis.model import Severity
 from gpulens.analysis.rules.common import shown
 from gpulens.analysis.rules.registry import checks, rule
-from gpulens.analysis.symbols import dotted_name, names_in
+from gpulens.analysis.symbols import Kind, dotted_name, names_in
 
 ELEMENTWISE_LOOP = rule(
     "GPU009",
@@ -36,17 +36,21 @@ y = x * 2 + 1
 
 @checks(ast.For)
 def check_iteration(node: ast.For, ctx: Context) -> None:
-    _check_iterated(node.iter, ctx)
+    _check_iterated(node.iter, node.body, ctx)
 
 
 @checks(ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
 def check_comprehension(node: ast.ListComp, ctx: Context) -> None:
-    _check_iterated(node.generators[0].iter, ctx)
+    results = [node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]
+    _check_iterated(node.generators[0].iter, results, ctx)
 
 
-def _check_iterated(iterated: ast.expr, ctx: Context) -> None:
+Body = list[ast.stmt] | list[ast.expr]
+
+
+def _check_iterated(iterated: ast.expr, body: Body, ctx: Context) -> None:
     value = ctx.value(iterated)
-    if value is None or not value.array_on_gpu:
+    if value is None or not value.array_on_gpu or _runs_a_model(body, ctx):
         return
     ctx.report(
         ELEMENTWISE_LOOP,
@@ -54,6 +58,25 @@ def _check_iterated(iterated: ast.expr, ctx: Context) -> None:
         f"Iterating over the GPU array `{shown(ctx, iterated)}` launches one indexing kernel "
         "per element. Express the loop body as operations on the whole array.",
     )
+
+
+def _runs_a_model(body: Body, ctx: Context) -> bool:
+    """A body that calls a model or a function of the file per element (a sampler's step
+    per sigma): that loop is a sequence of steps, not element-wise arithmetic to vectorize."""
+    for statement in body:
+        for node in ast.walk(statement):
+            if not isinstance(node, ast.Call):
+                continue
+            callee = ctx.value(node.func)
+            if callee is not None and callee.kind in _STEP_CALLEES:
+                return True
+            match node.func:
+                case ast.Attribute(value=ast.Name(id="self")):
+                    return True  # a method of the file
+    return False
+
+
+_STEP_CALLEES = (Kind.GPU_MODULE, Kind.MODULE, Kind.GPU, Kind.FUNCTION)
 
 
 @checks(ast.Assign, ast.AugAssign)

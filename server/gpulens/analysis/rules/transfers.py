@@ -66,7 +66,7 @@ for x, y in loader:
 @checks(ast.Call)
 def check_per_item_copy(node: ast.Call, ctx: Context) -> None:
     loop = ctx.hot_loop
-    if loop is None or not loop.targets or loop.over_loader:
+    if loop is None or not loop.per_sample:
         return
     if loop.iterates is not None and loop.iterates.kind is Kind.GPU:
         return  # the items are on the device already
