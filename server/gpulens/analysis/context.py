@@ -8,7 +8,7 @@ import enum
 from dataclasses import dataclass, field
 
 from gpulens.analysis.config import Config
-from gpulens.analysis.model import Finding, Fix, Span
+from gpulens.analysis.model import Finding, Fix, Severity, Span
 from gpulens.analysis.rules.registry import Rule
 from gpulens.analysis.source import SourceText
 from gpulens.analysis.symbols import Imports, Kind, Scope, Value
@@ -35,6 +35,9 @@ class Loop:
     # what rules already reported for this loop (one finding per array and loop)
     reported: set[str] = field(default_factory=set)
     label: str | None = None  # how messages name it, when not by its node's type
+    # its body holds a loop over a loader: it runs once per epoch, and what it does outside
+    # that inner loop is no per-step cost
+    per_epoch: bool = False
     # its items are whole batches or a few distinct tensors (`for t in (x, mask)`,
     # `for k, v in batch.items()`, `for chunk in x.split(n)`), not the samples of one batch
     whole_items: bool = False
@@ -82,7 +85,9 @@ class ModuleFacts:
 
 class Context:
     __slots__ = (
+        "clock_lines",
         "config",
+        "deciding_exit",
         "evaluator",
         "facts",
         "findings",
@@ -93,6 +98,7 @@ class Context:
         "source",
         "statement",
         "statements",
+        "timers",
         "tree",
     )
 
@@ -109,6 +115,10 @@ class Context:
         # the statement list the current statement belongs to, and its index there
         self.statements: tuple[list[ast.stmt], int] | None = None
         self.function: ast.FunctionDef | ast.AsyncFunctionDef | None = None
+        # walking the test that decides whether a loop stops (`if done.all(): break`)
+        self.deciding_exit = False
+        self.timers = 0  # `with Timer():` blocks the walk is inside
+        self.clock_lines: dict[int, tuple[int, ...]] = {}  # per function: host clock reads
         # findings that stand only if the whole file bears them out (plain data, so that a
         # function's results can be cached and replayed)
         self.pending: list[tuple[Condition, Finding]] = []
@@ -138,7 +148,7 @@ class Context:
     def hot_loop(self) -> Loop | None:
         """The innermost loop when the current node runs on every one of its iterations."""
         loop = self.loop
-        return None if loop is None or loop.guarded else loop
+        return None if loop is None or loop.guarded or loop.per_epoch else loop
 
     def loop_binding(self, node: ast.AST) -> Loop | None:
         """The innermost hot loop whose per-iteration names ``node`` uses."""
@@ -157,12 +167,19 @@ class Context:
         return self.source.segment(self.source.span(node))
 
     def report(
-        self, rule: Rule, node: ast.AST | Span, message: str, fixes: tuple[Fix, ...] = ()
+        self,
+        rule: Rule,
+        node: ast.AST | Span,
+        message: str,
+        fixes: tuple[Fix, ...] = (),
+        severity: Severity | None = None,
     ) -> None:
+        """Report a finding at the rule's severity, or at ``severity`` (a hint where the
+        analysis is not sure the cost is worth fixing)."""
         if not self.config.enabled(rule.code):
             return
         span = node if isinstance(node, Span) else self.source.span(node)
-        self.findings.append(Finding(rule.code, rule.severity, message, span, fixes))
+        self.findings.append(Finding(rule.code, severity or rule.severity, message, span, fixes))
 
     def report_if(self, condition: Condition, findings: list[Finding]) -> None:
         """Keep ``findings`` if ``condition`` holds once the whole file has been walked."""

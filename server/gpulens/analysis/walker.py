@@ -212,11 +212,12 @@ class _Walker(FunctionResultsMixin):
             # the framework moved the batch to the device before calling the step
             for name in step[1]:
                 scope.bind(name, Value(Kind.GPU, exact=False))
-        saved = (self.evaluator.scope, ctx.loops, ctx.function)
+        saved = (self.evaluator.scope, ctx.loops, ctx.function, ctx.timers)
         self.evaluator.scope = scope
         self.evaluator.invalidate()
         ctx.function = function
         ctx.loops = []
+        ctx.timers = 0
         # a callee with loops of its own is the per-epoch level: its loops are the hot ones,
         # and what runs once per call (a read of the epoch's total) is no pitfall
         line = function.lineno - 1
@@ -227,7 +228,7 @@ class _Walker(FunctionResultsMixin):
         try:
             self.scope_body(function.body)
         finally:
-            self.evaluator.scope, ctx.loops, ctx.function = saved
+            self.evaluator.scope, ctx.loops, ctx.function, ctx.timers = saved
             self.evaluator.invalidate()
 
     # -- statements ---------------------------------------------------------------------
@@ -285,11 +286,17 @@ class _Walker(FunctionResultsMixin):
             case ast.If():
                 self.if_statement(node)
             case ast.With() | ast.AsyncWith():
+                timer = False
                 for item in node.items:
                     self.expression(item.context_expr)
                     if item.optional_vars is not None:
                         self.assign(item.optional_vars, item.context_expr)
-                self.block(node.body)
+                    timer = timer or _is_timer(item.context_expr)
+                self.ctx.timers += timer
+                try:
+                    self.block(node.body)
+                finally:
+                    self.ctx.timers -= timer
             case ast.Try() | ast.TryStar():
                 self.block(node.body)
                 for handler in node.handlers:
@@ -358,6 +365,7 @@ class _Walker(FunctionResultsMixin):
             statement=node,
             block=self.ctx.statements,
             whole_items=_whole_items(node.target, node.iter),
+            per_epoch=self.runs_a_loader_loop(node.body),
         )
         loop.guarded = leaves_loop(node.body)  # a body that ends in break runs once
         self.ctx.loops.append(loop)
@@ -372,13 +380,23 @@ class _Walker(FunctionResultsMixin):
     def while_loop(self, node: ast.While) -> None:
         before = self.evaluator.scope.snapshot()
         loop = Loop(
-            node, node.lineno - 1, frozenset(), None, statement=node, block=self.ctx.statements
+            node,
+            node.lineno - 1,
+            frozenset(),
+            None,
+            statement=node,
+            block=self.ctx.statements,
+            per_epoch=self.runs_a_loader_loop(node.body),
         )
         loop.guarded = leaves_loop(node.body)
         self.ctx.loops.append(loop)
         try:
             self.ctx.statement = node
-            self.expression(node.test)  # the test runs on every iteration
+            self.ctx.deciding_exit = True
+            try:
+                self.expression(node.test)  # the test runs on every iteration
+            finally:
+                self.ctx.deciding_exit = False
             self.block(node.body)
         finally:
             self.ctx.loops.pop()
@@ -386,7 +404,12 @@ class _Walker(FunctionResultsMixin):
         self.block(node.orelse)
 
     def if_statement(self, node: ast.If) -> None:
-        self.expression(node.test)
+        # `if (tokens == eos).all(): break`: the loop cannot stop without this read
+        self.ctx.deciding_exit = self.ctx.loop is not None and leaves_loop(node.body)
+        try:
+            self.expression(node.test)
+        finally:
+            self.ctx.deciding_exit = False
         loop = self.ctx.loop
         guard = (
             loop is not None
@@ -603,6 +626,19 @@ class _Walker(FunctionResultsMixin):
 
     # -- loops --------------------------------------------------------------------------
 
+    def runs_a_loader_loop(self, body: list[ast.stmt]) -> bool:
+        """Whether a loop's body holds a loop over a loader (it is then an epoch loop)."""
+        pending: list[ast.AST] = list(body)
+        while pending:
+            node = pending.pop()
+            if isinstance(node, ast.For | ast.AsyncFor):
+                found = self.iterated(node.iter)
+                if found is not None and found.kind in _LOADER_KINDS:
+                    return True
+            if not isinstance(node, _DEFINITIONS):
+                pending.extend(ast.iter_child_nodes(node))
+        return False
+
     def iterated(self, node: ast.expr) -> Value | None:
         """What a loop iterates: a loader, a GPU array, or (None) something else."""
         match node:
@@ -728,6 +764,19 @@ _EXPRESSION_FIELDS: dict[type[ast.AST], tuple[str, ...]] = {
     for node_type in (getattr(ast, name) for name in dir(ast))
     if isinstance(node_type, type) and issubclass(node_type, ast.expr)
 }
+
+
+_LOADER_KINDS = (Kind.LOADER, Kind.DEVICE_LOADER)
+_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+# context managers that time what runs inside them
+_TIMER = re.compile(
+    r"timer|timeit|stopwatch|elapsed|benchmark|profile|record_function|measure", re.IGNORECASE
+)
+
+
+def _is_timer(context: ast.expr) -> bool:
+    target = context.func if isinstance(context, ast.Call) else context
+    return bool(_TIMER.search(simple_name(target)))
 
 
 def _has_loop(body: list[ast.stmt]) -> bool:

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import ast
+import enum
 
 from gpulens.analysis import frameworks as fw
 from gpulens.analysis.context import Context, Loop
+from gpulens.analysis.guards import leaves_loop
 from gpulens.analysis.model import Fix, Severity
 from gpulens.analysis.rules.common import after_loop, replace, shown
 from gpulens.analysis.rules.registry import checks, rule
+from gpulens.analysis.rules.timing import in_timed_region
 from gpulens.analysis.symbols import Value
 
 SYNC_IN_LOOP = rule(
@@ -47,6 +50,77 @@ print(total.item())
 )
 
 
+class Need(enum.Enum):
+    """Why a sync in a loop may be what the program wants: then it is a hint, not a warning."""
+
+    EXIT = "exit"  # the loop's stop condition: `if (tokens == eos).all(): break`
+    STREAM = "stream"  # each result handed out as it is made: `yield t.item()`
+    TIMED = "timed"  # inside a region the program times
+
+
+def need_of(node: ast.AST, loop: Loop, ctx: Context) -> Need | None:
+    if ctx.deciding_exit:
+        return Need.EXIT
+    if _streams(node, ctx):
+        return Need.STREAM
+    if not loop.over_loader and in_timed_region(node, ctx):
+        return Need.TIMED  # (a training loop timed per epoch is still a training loop)
+    return None
+
+
+def _streams(node: ast.AST, ctx: Context) -> bool:
+    statement = ctx.statement
+    match statement:
+        case ast.Expr(value=ast.Yield() | ast.YieldFrom() as handed):
+            return any(n is node for n in ast.walk(handed))
+        case ast.Expr(value=ast.Call(func=ast.Name(id="print"), keywords=keywords)):
+            return any(k.arg in ("flush", "end") for k in keywords)
+    return False
+
+
+def _report_sync(
+    node: ast.expr,
+    what: str,
+    loop: Loop,
+    ctx: Context,
+    *,
+    advice: str,
+    fixes: tuple[Fix, ...] = (),
+) -> None:
+    """Report ``what`` (a sentence start: "`x.item()` copies a GPU value to the host and
+    waits for all queued GPU work") as a warning, or as a hint where the wait is needed."""
+    where = loop.describe()
+    match need_of(node, loop, ctx):
+        case Need.EXIT:
+            ctx.report(
+                SYNC_IN_LOOP,
+                node,
+                f"{what}, on every iteration of {where}, to decide whether it stops: the loop "
+                "cannot end without it. Testing every N iterations (or running a fixed number "
+                "of them) would save the other waits.",
+                severity=Severity.HINT,
+            )
+        case Need.STREAM:
+            ctx.report(
+                SYNC_IN_LOOP,
+                node,
+                f"{what}, on every iteration of {where}, to hand each result out as it is "
+                "made. If the consumer can wait, collect on the device and read in batches.",
+                severity=Severity.HINT,
+            )
+        case Need.TIMED:
+            ctx.report(
+                SYNC_IN_LOOP,
+                node,
+                f"{what}, on every iteration of {where}, inside a timed region: the time "
+                "measured includes these waits. If they are not part of what you measure, "
+                "read the values after the clock.",
+                severity=Severity.HINT,
+            )
+        case None:
+            ctx.report(SYNC_IN_LOOP, node, f"{what}, on every iteration of {where}{advice}", fixes)
+
+
 @checks(ast.Call)
 def check_sync_call(node: ast.Call, ctx: Context) -> None:
     loop = ctx.hot_loop
@@ -57,14 +131,15 @@ def check_sync_call(node: ast.Call, ctx: Context) -> None:
         receiver = ctx.value(func.value)
         on_gpu = receiver is not None and receiver.on_gpu
         if on_gpu and (func.attr in fw.SYNC_METHODS or ctx.evaluator.moves_to_cpu(node)):
-            ctx.report(
-                SYNC_IN_LOOP,
+            _report_sync(
                 node,
                 f"`{shown(ctx, node)}` copies a GPU value to the host and waits for all queued "
-                f"GPU work, on every iteration of {loop.describe()}: the CPU stops feeding the "
-                "GPU. Accumulate on the device (`total += loss.detach()`) and read once after "
-                "the loop, or every N steps.",
-                _accumulate_fixes(node, func.value, receiver, loop, ctx),  # type: ignore[arg-type]
+                "GPU work",
+                loop,
+                ctx,
+                advice=": the CPU stops feeding the GPU. Accumulate on the device "
+                "(`total += loss.detach()`) and read once after the loop, or every N steps.",
+                fixes=_accumulate_fixes(node, func.value, receiver, loop, ctx),  # type: ignore[arg-type]
             )
             return
         if on_gpu and func.attr == "block_until_ready":
@@ -89,24 +164,24 @@ def _check_builtin(node: ast.Call, builtin: str, loop: Loop, ctx: Context) -> No
     if not gpu_args:
         return
     if builtin == "print":
-        ctx.report(
-            SYNC_IN_LOOP,
+        _report_sync(
             node,
-            f"Printing a GPU value copies it to the host and waits for the GPU on every "
-            f"iteration of {loop.describe()}. Print every N steps (`if step % 100 == 0:`) or "
-            "after the loop.",
+            "Printing a GPU value copies it to the host and waits for the GPU",
+            loop,
+            ctx,
+            advice=". Print every N steps (`if step % 100 == 0:`) or after the loop.",
         )
         return
     argument = gpu_args[0]
     receiver = ctx.value(argument)
     fixes = _accumulate_fixes(node, argument, receiver, loop, ctx) if builtin == "float" else ()
-    ctx.report(
-        SYNC_IN_LOOP,
+    _report_sync(
         node,
-        f"`{shown(ctx, node)}` copies a GPU value to the host and waits for all queued GPU "
-        f"work, on every iteration of {loop.describe()}. Keep the value on the device and "
-        "convert once after the loop, or every N steps.",
-        fixes,
+        f"`{shown(ctx, node)}` copies a GPU value to the host and waits for all queued GPU work",
+        loop,
+        ctx,
+        advice=". Keep the value on the device and convert once after the loop, or every N steps.",
+        fixes=fixes,
     )
 
 
@@ -114,31 +189,51 @@ def _check_builtin(node: ast.Call, builtin: str, loop: Loop, ctx: Context) -> No
 def check_formatted(node: ast.FormattedValue, ctx: Context) -> None:
     loop = ctx.hot_loop
     if loop is not None and ctx.on_gpu(node.value):
-        ctx.report(
-            SYNC_IN_LOOP,
+        _report_sync(
             node.value,
             f"Formatting a GPU value (`{shown(ctx, node.value)}`) copies it to the host and "
-            f"waits for the GPU on every iteration of {loop.describe()}. Format it every N "
-            "steps or after the loop.",
+            "waits for the GPU",
+            loop,
+            ctx,
+            advice=". Format it every N steps or after the loop.",
         )
 
 
 @checks(ast.If, ast.IfExp, ast.Assert)
 def check_truth_test(node: ast.If | ast.IfExp | ast.Assert, ctx: Context) -> None:
     loop = ctx.hot_loop
-    if loop is not None and ctx.on_gpu(node.test):
+    if loop is None or not _tests_an_array(node.test, ctx):
+        return
+    # `if done.all(): break`, `assert not torch.isnan(loss)`: the test decides whether the
+    # loop (or the program) goes on
+    exits = isinstance(node, ast.Assert) or (isinstance(node, ast.If) and leaves_loop(node.body))
+    saved, ctx.deciding_exit = ctx.deciding_exit, ctx.deciding_exit or exits
+    try:
         _report_bool(node.test, loop, ctx)
+    finally:
+        ctx.deciding_exit = saved
+
+
+def _tests_an_array(test: ast.expr, ctx: Context) -> bool:
+    """A GPU array used as a bool; a bare name of a GPU tuple or dict (`if outputs:`) may
+    test only that it is not empty."""
+    value = ctx.value(test)
+    if value is None or not value.on_gpu:
+        return False
+    return value.exact or not isinstance(test, ast.Name | ast.Attribute | ast.Subscript)
 
 
 @checks(ast.While)
 def check_while_test(node: ast.While, ctx: Context) -> None:
-    if ctx.on_gpu(node.test):
+    if _tests_an_array(node.test, ctx):
         ctx.report(
             SYNC_IN_LOOP,
             node.test,
             f"The loop condition `{shown(ctx, node.test)}` is a GPU value: testing it copies "
-            "it to the host and waits for the GPU on every iteration. Check it every N "
-            "iterations, or run a fixed number of steps.",
+            "it to the host and waits for the GPU on every iteration, to decide whether the "
+            "loop stops. Testing every N iterations (or running a fixed number of them) would "
+            "save the other waits.",
+            severity=Severity.HINT,
         )
 
 
@@ -161,16 +256,20 @@ def check_not(node: ast.UnaryOp, ctx: Context) -> None:
 
 
 def _report_bool(node: ast.expr, loop: Loop, ctx: Context) -> None:
-    ctx.report(
-        SYNC_IN_LOOP,
+    _report_sync(
         node,
         f"Using a GPU value as a Python bool (`{shown(ctx, node)}`) copies it to the host and "
-        f"waits for the GPU on every iteration of {loop.describe()}. Keep the decision on the "
-        "device (`torch.where`, `torch.maximum`) or take it every N steps.",
+        "waits for the GPU",
+        loop,
+        ctx,
+        advice=". Keep the decision on the device (`torch.where`, `torch.maximum`) or take it "
+        "every N steps.",
     )
 
 
 def _report_device_sync(node: ast.Call, loop: Loop, ctx: Context) -> None:
+    if in_timed_region(node, ctx):
+        return  # the wait that makes a host clock read true
     ctx.report(
         SYNC_IN_LOOP,
         node,

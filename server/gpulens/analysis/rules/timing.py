@@ -143,6 +143,35 @@ def remember_array(node: ast.Assign, ctx: Context) -> None:
             _interval(ctx).last_array[value.lib] = node.targets[0].id
 
 
+def in_timed_region(node: ast.AST, ctx: Context) -> bool:
+    """Whether ``node`` runs where the program measures time: between two host clock reads
+    of the same function (or of the module's own code), or inside a timer's `with` block."""
+    if ctx.timers:
+        return True
+    owner: ast.AST = ctx.function or ctx.tree
+    lines = ctx.clock_lines.get(id(owner))
+    if lines is None:
+        lines = ctx.clock_lines[id(owner)] = _clock_lines(owner, ctx)
+    line = getattr(node, "lineno", 0)
+    return any(first < line for first in lines) and any(line < last for last in lines)
+
+
+def _clock_lines(owner: ast.AST, ctx: Context) -> tuple[int, ...]:
+    body = (
+        owner.body if isinstance(owner, ast.Module | ast.FunctionDef | ast.AsyncFunctionDef) else []
+    )
+    found: list[int] = []
+    pending: list[ast.AST] = list(body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda):
+            continue
+        if isinstance(node, ast.Call) and ctx.qualname(node.func) in fw.HOST_CLOCKS:
+            found.append(node.lineno)
+        pending.extend(ast.iter_child_nodes(node))
+    return tuple(found)
+
+
 def _report(node: ast.Call, interval: _Interval, ctx: Context) -> None:
     ctx.report(
         UNSYNCED_TIMER,
