@@ -31,8 +31,13 @@ TORCH_FACTORIES = frozenset(
         "triu_indices",
     ]
 )
-# factories whose arguments are data, not shapes: GPU003 only fires for literal data
+# factories whose arguments are data, not shapes: they build on the host whatever the
+# device, so passing `device=` saves nothing (no GPU003)
 TORCH_DATA_FACTORIES = frozenset({"torch.tensor", "torch.as_tensor"})
+# factories that draw random numbers: on another device, another generator
+RANDOM_FACTORIES = frozenset(
+    {"randn", "rand", "randint", "randperm", "normal", "randn_like", "rand_like", "randint_like"}
+)
 TORCH_LIKE_FACTORIES = frozenset(
     f"torch.{n}_like" for n in ["zeros", "ones", "empty", "full", "rand", "randn", "randint"]
 )

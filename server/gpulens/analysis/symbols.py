@@ -34,7 +34,8 @@ class Value:
     # the call that made it: the factory of a CPU_TENSOR, the DataLoader(...) of a LOADER,
     # the def of a FUNCTION
     origin: ast.AST | None = None
-    # a GPU value known to be one array (not a tuple or dict a model returned)
+    # a GPU value known to be one array (not a tuple or dict a model returned); a DEVICE
+    # known to be the one `.cuda()` picks (plain "cuda", with or without a CPU fallback)
     exact: bool = False
 
     @property

@@ -149,7 +149,16 @@ class Evaluator:
                 return Value(value.kind, value.lib, exact=False)
             case ast.IfExp(body=body, orelse=orelse):
                 a, b = self.value(body), self.value(orelse)
-                return a if a is not None and a.kind is Kind.GPU else b if b and b.on_gpu else None
+                if a is not None and a.kind is Kind.GPU:
+                    return a
+                if b is not None and b.kind is Kind.GPU:
+                    return b
+                devices = [v for v in (a, b) if v is not None and v.kind is Kind.DEVICE]
+                if devices:  # `"cuda" if torch.cuda.is_available() else "cpu"`
+                    return Value(Kind.DEVICE, exact=all(d.exact for d in devices))
+                return None
+            case ast.Constant(value=str(text)) if fw.GPU_DEVICE_STRING.match(text):
+                return Value(Kind.DEVICE, exact=text == "cuda")
             case ast.NamedExpr(value=value):
                 return self.value(value)
             case ast.Await(value=value):
@@ -466,7 +475,12 @@ class Evaluator:
                 return Value(Kind.GPU, exact=True) if like and like.on_gpu else None
             return Value(Kind.CPU_TENSOR, origin=node)
         if name == "torch.device":
-            return GPU_DEVICE if self.device_of(node) else None
+            if not self.device_of(node):
+                return None
+            first = node.args[0] if node.args else None
+            chosen = self.value(first) if first is not None else None
+            default = len(node.args) == 1 and chosen is not None and chosen.exact
+            return Value(Kind.DEVICE, exact=default)
         if name in fw.DATALOADERS:
             return Value(Kind.LOADER, origin=node)
         if name in fw.FRAMEWORK_CLASSES:

@@ -1,7 +1,8 @@
 """Each file under cases/ marks the lines where findings must start: `# expect: GPU001`
 (a warning or info), `# hint: GPU001` (a finding the analysis is not sure is worth fixing, at
 hint severity), and lines that must carry none of some codes: `# must not: GPU001, GPU006`
-(a false alarm the analysis once raised there).
+(a false alarm the analysis once raised there), and findings whose fixes change what the
+program does, so that "Fix all" must leave them alone: `# quick-fix only: GPU003`.
 
 Every other line must have none. Fixes are applied one at a time and must keep the file
 valid Python, make their finding go away, and be idempotent through fix-all.
@@ -24,6 +25,7 @@ CODES = r"(?P<codes>GPU\d{3}(?:\s*,\s*GPU\d{3})*)"
 EXPECT = re.compile(r"#\s*expect:\s*" + CODES)
 HINT = re.compile(r"#\s*hint:\s*" + CODES)
 MUST_NOT = re.compile(r"#\s*must not:\s*" + CODES)
+QUICK_FIX_ONLY = re.compile(r"#\s*quick-fix only:\s*" + CODES)
 
 
 def expected(text: str) -> Counter[tuple[int, str, bool]]:
@@ -78,6 +80,23 @@ def test_findings_match_annotations(path: Path) -> None:
         for line, code, hint in extra
     ]
     assert not report, "\n".join(report)
+
+
+@pytest.mark.parametrize("path", CASES, ids=lambda p: p.stem)
+def test_fixes_that_change_behaviour_are_quick_fixes_only(path: Path) -> None:
+    text = path.read_text()
+    findings = analyze(text).findings
+    for number, line in enumerate(text.splitlines()):
+        match = QUICK_FIX_ONLY.search(line)
+        if match is None:
+            continue
+        for code in (c.strip() for c in match.group("codes").split(",")):
+            here = [f for f in findings if f.span.line == number and f.code == code]
+            assert here, f"no {code} at {number + 1} to check the fixes of"
+            for finding in here:
+                assert finding.fixes, f"{code} at {number + 1} offers no fix at all"
+                safe = [f.title for f in finding.fixes if f.safe]
+                assert not safe, f"{code} at {number + 1}: {safe} would run in Fix all"
 
 
 FIXABLE = [

@@ -16,9 +16,12 @@ ELEMENTWISE_LOOP = rule(
     Severity.WARNING,
     "Python loop over the elements of a GPU array",
     """
-Each `x[i]` or `x[i] = v` on a GPU array is a separate kernel launch (and a read of a value
-is a copy to the host): a loop over a million elements makes a million launches of a few
-microseconds each, where one vectorized operation would take microseconds in total.
+A Python loop over a GPU array works on one element at a time: every operation on an
+element (`x[i] * 2`, `y[i] = v`) is a kernel launch of its own, doing a few bytes of work,
+and reading an element's value (`float(x[i])`, `if x[i] > 0:`) copies it to the host and
+waits for the GPU. A loop over a million elements makes millions of launches where one
+operation on the whole array would make one. (A loop that runs a model or a function per
+element, such as a sampler's steps over its schedule, is a sequence of steps: no finding.)
 
 **Bad:**
 ```python
@@ -55,8 +58,9 @@ def _check_iterated(iterated: ast.expr, body: Body, ctx: Context) -> None:
     ctx.report(
         ELEMENTWISE_LOOP,
         iterated,
-        f"Iterating over the GPU array `{shown(ctx, iterated)}` launches one indexing kernel "
-        "per element. Express the loop body as operations on the whole array.",
+        f"Iterating over the GPU array `{shown(ctx, iterated)}` hands out its elements one "
+        "by one: every operation on them is a kernel launch of its own. Express the loop "
+        "body as operations on the whole array.",
     )
 
 

@@ -9,10 +9,10 @@ from gpulens.analysis import frameworks as fw
 from gpulens.analysis.context import Context, Loop
 from gpulens.analysis.guards import leaves_loop
 from gpulens.analysis.model import Fix, Severity
-from gpulens.analysis.rules.common import after_loop, replace, shown
+from gpulens.analysis.rules.common import after_loop, fix, replace, shown
 from gpulens.analysis.rules.registry import checks, rule
 from gpulens.analysis.rules.timing import in_timed_region
-from gpulens.analysis.symbols import Value
+from gpulens.analysis.symbols import Value, names_in
 
 SYNC_IN_LOOP = rule(
     "GPU001",
@@ -23,9 +23,14 @@ SYNC_IN_LOOP = rule(
 GPU work is queued: a kernel launch returns at once and the CPU runs ahead, queuing the
 next step while the GPU computes. Reading a GPU value on the host (`.item()`, `.cpu()`,
 `.numpy()`, `.tolist()`, `float(t)`, `print(t)`, `if t > 0:`) or calling
-`torch.cuda.synchronize()` makes the CPU wait until every queued kernel has finished, then
-copy the value. Once per iteration, the queue runs dry each step: the GPU idles while
-Python prepares the next launch. On launch-bound loops this costs 10–40 % of the step time.
+`torch.cuda.synchronize()` makes the CPU wait until the kernels queued before it have
+finished, then copy the value. Once per iteration, the queue runs dry each step: the GPU
+idles while Python prepares the next launch, and the shorter the step, the larger the part
+of it spent idle.
+
+A read that decides whether a loop stops (`if (tokens == eos).all(): break`), that hands
+each result out as it is made (`yield t.item()`), or that sits inside a region the program
+times is what the program means to do: it is reported as a hint, worded for what it does.
 
 **Bad:**
 ```python
@@ -283,7 +288,10 @@ def _accumulate_fixes(
     sync: ast.Call, array: ast.expr, value: Value | None, loop: Loop, ctx: Context
 ) -> tuple[Fix, ...]:
     """`total += loss.item()` -> `total += loss.detach()` and one `float(total)` after the loop;
-    `values.append(x.item())` -> append `x.detach()` and stack once after the loop."""
+    `values.append(x.item())` -> append `x.detach()` and concatenate once after the loop.
+
+    Offered only where nothing else in the loop reads the total or the list (it holds a
+    tensor, or tensors, until the loop ends)."""
     if value is None or (isinstance(sync.func, ast.Attribute) and sync.func.attr != "item"):
         return ()
     kept = ctx.text(array) if _is_atomic(array) else f"({ctx.text(array)})"
@@ -294,12 +302,20 @@ def _accumulate_fixes(
             sync, added
         ):
             after = after_loop(ctx, loop, f"{total} = float({total})  # one sync, after the loop")
-            if after is None:
+            if after is None or _read_elsewhere(total, loop, ctx):
                 return ()
+            # a Python float sums in double precision: so does a float64 tensor, operation
+            # for operation, where the total starts as a float and the device has float64
+            exact = _starts_as_float(total, loop) and value.lib in ("torch", "cupy")
+            exact = exact and "mps" not in ctx.source.text
+            widened = kept + (".double()" if value.lib == "torch" else '.astype("float64")')
             return (
-                Fix(
+                fix(
                     f"Accumulate `{total}` on the device, read it once after the loop",
-                    (replace(ctx, sync, kept), after),
+                    (replace(ctx, sync, widened if exact else kept), after),
+                    None
+                    if exact
+                    else "sums in the array's dtype: the total's type or last digits may change",
                 ),
             )
         case ast.Expr(
@@ -307,17 +323,21 @@ def _accumulate_fixes(
                 func=ast.Attribute(value=ast.Name(id=values), attr="append"), args=[appended]
             )
         ) if appended is sync:
-            stack = ctx.spelled("torch" if value.lib == "torch" else "cupy", value.lib)
+            library = ctx.spelled("torch" if value.lib == "torch" else "cupy", value.lib)
             if (
-                stack is None
+                library is None
                 or value.lib not in ("torch", "cupy")
                 or not _made_empty_before(values, loop)
+                or _read_elsewhere(values, loop, ctx)
             ):
                 return ()
+            # each item held one element (`.item()` said so): one value per item, as before
+            join = "cat" if value.lib == "torch" else "concatenate"
             after = after_loop(
                 ctx,
                 loop,
-                f"{values} = {stack}.stack({values}).tolist() if {values} else []  # one sync",
+                f"{values} = {library}.{join}([v.reshape(1) for v in {values}]).tolist() "
+                f"if {values} else []  # one sync",
             )
             if after is None:
                 return ()
@@ -328,6 +348,18 @@ def _accumulate_fixes(
                 ),
             )
     return ()
+
+
+def _read_elsewhere(name: str, loop: Loop, ctx: Context) -> bool:
+    """Whether the loop's body uses ``name`` outside the statement being fixed."""
+    if loop.statement is None or ctx.statement is None:
+        return True
+    fixed = {id(n) for n in ast.walk(ctx.statement)}
+    return any(
+        isinstance(node, ast.Name) and node.id == name and id(node) not in fixed
+        for statement in getattr(loop.statement, "body", [])
+        for node in ast.walk(statement)
+    )
 
 
 def _is_atomic(node: ast.expr) -> bool:
@@ -342,6 +374,22 @@ def _in_sum(sync: ast.Call, added: ast.expr) -> bool:
         added.op, ast.Add | ast.Sub | ast.Mult | ast.Div
     ):
         return _in_sum(sync, added.left) or _in_sum(sync, added.right)
+    return False
+
+
+def _starts_as_float(name: str, loop: Loop) -> bool:
+    """`total = 0.0` stands before the loop in the same block, nothing rebinding it since."""
+    if loop.block is None:
+        return False
+    body, index = loop.block
+    for statement in reversed(body[:index]):
+        match statement:
+            case ast.Assign(targets=[ast.Name(id=bound)], value=ast.Constant(value=float())) if (
+                bound == name
+            ):
+                return True
+        if name in names_in(statement):
+            return False
     return False
 
 

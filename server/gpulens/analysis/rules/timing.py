@@ -21,8 +21,12 @@ UNSYNCED_TIMER = rule(
     """
 Kernel launches return before the kernels run. A host clock read after GPU work, with no
 synchronization in between, measures how long Python took to *queue* the work, not how long
-the GPU took to do it: timings come out too small, sometimes by 100×, and the work is billed
-to whatever synchronizes next.
+the GPU took to do it: timings come out too small, and the work is billed to whatever
+synchronizes next.
+
+The fix waits for the device the code targets: `torch.cuda.synchronize()` where every device
+the file chooses is CUDA, and a guarded wait (`if torch.device(device).type == "cuda": …`)
+where the code may also run on the CPU or another device.
 
 **Bad:**
 ```python
@@ -143,6 +147,65 @@ def remember_array(node: ast.Assign, ctx: Context) -> None:
             _interval(ctx).last_array[value.lib] = node.targets[0].id
 
 
+def _torch_sync(ctx: Context) -> str | None:
+    """A wait for the device the code targets: `torch.cuda.synchronize()` only where every
+    device the file chooses is CUDA; otherwise guarded, so that the line does nothing (and
+    raises nothing) where the program runs on the CPU or another device."""
+    torch = ctx.spelled("torch", "torch")
+    if torch is None:
+        return None
+    if _chooses_only_cuda(ctx):
+        return f"{torch}.cuda.synchronize()"
+    device = ctx.device_variable()
+    if device is not None:
+        return f'if {torch}.device({device}).type == "cuda": {torch}.cuda.synchronize({device})'
+    return f"if {torch}.cuda.is_available(): {torch}.cuda.synchronize()"
+
+
+def _chooses_only_cuda(ctx: Context) -> bool:
+    """Every device the file chooses is a CUDA device written out (`"cuda"`,
+    `torch.device("cuda:1")`, `.cuda()`): none falls back to the CPU, comes from an argument
+    or a setting, or names another accelerator."""
+    for node in ast.walk(ctx.tree):
+        match node:
+            case ast.Call(func=func, args=arguments):
+                name = ctx.qualname(func) or ""
+                if name.endswith("is_available"):
+                    return False
+                if name == "torch.device" and not (arguments and _cuda_literal(arguments[0])):
+                    return False
+            case ast.Assign(targets=targets, value=value):
+                for target in targets:
+                    last = target.attr if isinstance(target, ast.Attribute) else None
+                    if isinstance(target, ast.Name):
+                        last = target.id
+                    if last and fw.DEVICE_NAME.match(last) and not _chosen_cuda(value, ctx):
+                        return False
+            case ast.arg(arg=name) if fw.DEVICE_NAME.match(name):
+                return False  # the caller chooses
+    return True
+
+
+def _chosen_cuda(value: ast.expr, ctx: Context) -> bool:
+    match value:
+        case ast.Call(func=func, args=[first, *_]) if ctx.qualname(func) == "torch.device":
+            return _cuda_literal(first)
+        case ast.Call(func=func) if ctx.qualname(func) == "torch.cuda.current_device":
+            return True
+        case ast.Constant(value=int()):
+            return True
+    return _cuda_literal(value)
+
+
+def _cuda_literal(node: ast.expr) -> bool:
+    match node:
+        case ast.Constant(value=str(text)):
+            return text.startswith("cuda")
+        case ast.JoinedStr(values=[ast.Constant(value=str(head)), *_]):
+            return head.startswith("cuda")
+    return False
+
+
 def in_timed_region(node: ast.AST, ctx: Context) -> bool:
     """Whether ``node`` runs where the program measures time: between two host clock reads
     of the same function (or of the module's own code), or inside a timer's `with` block."""
@@ -198,8 +261,7 @@ def _sync_fix(interval: _Interval, ctx: Context) -> tuple[Fix, ...]:
 
 def _sync_line(lib: str, interval: _Interval, ctx: Context) -> str | None:
     if lib == "torch":
-        torch = ctx.spelled("torch", "torch")
-        return f"{torch}.cuda.synchronize()" if torch else None
+        return _torch_sync(ctx)
     if lib == "cupy":
         cp = ctx.spelled("cupy", "cupy")
         return f"{cp}.cuda.Device().synchronize()" if cp else None

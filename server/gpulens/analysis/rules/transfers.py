@@ -17,10 +17,11 @@ PER_ITEM_COPIES = rule(
     Severity.WARNING,
     "One host-to-device copy per item of a loop",
     """
-Every host-to-device copy costs a driver call, a DMA setup and, from pageable memory, a
-staging copy: about 10–20 µs before the first byte moves. Copying items one by one in a
-loop or comprehension pays that for each item and keeps the copy engine busy with tiny
-transfers, where one large copy would run at full PCIe/NVLink bandwidth.
+Every host-to-device copy pays a fixed cost before the first byte moves: a driver call, a
+transfer setup and, from pageable memory, a staging copy. Copying items one by one in a
+loop or comprehension pays it for each item and keeps the copy engine busy with small
+transfers, where one large copy would run at the bus's full bandwidth. (A loop over whole
+batches, or over a few different tensors, copies each once: no finding.)
 
 **Bad:**
 ```python
@@ -77,8 +78,8 @@ def check_per_item_copy(node: ast.Call, ctx: Context) -> None:
         PER_ITEM_COPIES,
         node,
         f"`{shown(ctx, node)}` makes one host-to-device copy per item of {loop.describe()}: "
-        "each pays ~10–20 µs of setup and moves a few bytes. Build the batch on the host and "
-        "copy it once.",
+        "each pays the fixed cost of a copy, however small the item. Build the batch on the "
+        "host and copy it once.",
         _stack_then_copy_fix(node, copied, ctx),
     )
 
