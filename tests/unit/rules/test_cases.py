@@ -17,10 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from gpulens.analysis import Severity, analyze
+from gpulens.analysis import DEFAULT_CONFIG, Severity, analyze
 from gpulens.analysis.edits import apply_edits, fix_all_edits
 
-CASES = sorted((Path(__file__).parent / "cases").glob("*.py"))
+CASES_DIR = Path(__file__).parent / "cases"
+CASES = sorted(CASES_DIR.glob("**/*.py"))
 CODES = r"(?P<codes>GPU\d{3}(?:\s*,\s*GPU\d{3})*)"
 EXPECT = re.compile(r"#\s*expect:\s*" + CODES)
 HINT = re.compile(r"#\s*hint:\s*" + CODES)
@@ -60,8 +61,10 @@ def test_annotations_do_not_contradict_each_other() -> None:
 @pytest.mark.parametrize("path", CASES, ids=lambda p: p.stem)
 def test_findings_match_annotations(path: Path) -> None:
     text = path.read_text()
+    # checked as the project would check it: a file under cases/tests/ is a test file
+    config = DEFAULT_CONFIG.for_file(path.relative_to(CASES_DIR))
     actual = Counter(
-        (f.span.line, f.code, f.severity is Severity.HINT) for f in analyze(text).findings
+        (f.span.line, f.code, f.severity is Severity.HINT) for f in analyze(text, config).findings
     )
     missing = expected(text) - actual
     extra = actual - expected(text)
