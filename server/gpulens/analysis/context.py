@@ -93,6 +93,7 @@ class Context:
         "findings",
         "function",
         "imports",
+        "likely",
         "loops",
         "pending",
         "source",
@@ -118,6 +119,8 @@ class Context:
         # walking the test that decides whether a loop stops (`if done.all(): break`)
         self.deciding_exit = False
         self.timers = 0  # `with Timer():` blocks the walk is inside
+        # walking a function that only guessed calls reach: its warnings are hints
+        self.likely = False
         self.clock_lines: dict[int, tuple[int, ...]] = {}  # per function: host clock reads
         # findings that stand only if the whole file bears them out (plain data, so that a
         # function's results can be cached and replayed)

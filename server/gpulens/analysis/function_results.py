@@ -36,6 +36,9 @@ class CallSites:
 
     arguments: dict[int | str, Value | None] = field(default_factory=dict)
     hot_call: str | None = None  # "the loop that calls train_step()"
+    # every call reaches it only if a guess holds (an object of unknown class, or a caller
+    # that is itself a guess): what its body finds is likely, not proven
+    guessed: bool = False
 
 
 @dataclass(slots=True)
@@ -75,11 +78,11 @@ class FunctionResultsMixin:
     ) -> None:
         raise NotImplementedError
 
-    def site_key(self, function: Function, scope: Scope, is_method: bool) -> str:
+    def sites_of(self, function: Function, scope: Scope, is_method: bool) -> CallSites | None:
         raise NotImplementedError
 
     def function_body(self, function: Function, enclosing: Scope, is_method: bool) -> None:
-        sites = self.call_sites.get(self.site_key(function, enclosing, is_method))
+        sites = self.sites_of(function, enclosing, is_method)
         if self.memo is None:
             self.walk_function(function, enclosing, is_method, sites)
             return
@@ -145,6 +148,7 @@ class FunctionResultsMixin:
             passed = (
                 tuple(sorted((str(k), fingerprint(v)) for k, v in sites.arguments.items())),
                 sites.hot_call,
+                sites.guessed,
             )
         return (
             text,

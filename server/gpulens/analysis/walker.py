@@ -164,6 +164,20 @@ class _Walker(FunctionResultsMixin):
         """The name calls of a function are recorded under: `f`, or `Class.method`."""
         return f"{scope.name}.{function.name}" if is_method else function.name
 
+    def sites_of(self, function: Function, scope: Scope, is_method: bool) -> CallSites | None:
+        """What the calls that reach a function pass it, the sure ones and the guessed ones
+        together; `guessed` when there are only guessed ones."""
+        key = self.site_key(function, scope, is_method)
+        sure, guessed = self.call_sites.get(key), self.call_sites.get(_GUESSED + key)
+        if guessed is None:
+            return sure
+        if sure is None:
+            return CallSites(dict(guessed.arguments), guessed.hot_call, guessed=True)
+        arguments = dict(sure.arguments)
+        for name, value in guessed.arguments.items():
+            arguments[name] = merge(arguments.get(name), value)
+        return CallSites(arguments, sure.hot_call or guessed.hot_call)
+
     def callees_of(self, function: Function, scope: Scope) -> set[str]:
         """The keys of the file's functions and methods that ``function`` may call, read
         from its text alone."""
@@ -212,12 +226,13 @@ class _Walker(FunctionResultsMixin):
             # the framework moved the batch to the device before calling the step
             for name in step[1]:
                 scope.bind(name, Value(Kind.GPU, exact=False))
-        saved = (self.evaluator.scope, ctx.loops, ctx.function, ctx.timers)
+        saved = (self.evaluator.scope, ctx.loops, ctx.function, ctx.timers, ctx.likely)
         self.evaluator.scope = scope
         self.evaluator.invalidate()
         ctx.function = function
         ctx.loops = []
         ctx.timers = 0
+        ctx.likely = sites is not None and sites.guessed
         # a callee with loops of its own is the per-epoch level: its loops are the hot ones,
         # and what runs once per call (a read of the epoch's total) is no pitfall
         line = function.lineno - 1
@@ -228,7 +243,7 @@ class _Walker(FunctionResultsMixin):
         try:
             self.scope_body(function.body)
         finally:
-            self.evaluator.scope, ctx.loops, ctx.function, ctx.timers = saved
+            self.evaluator.scope, ctx.loops, ctx.function, ctx.timers, ctx.likely = saved
             self.evaluator.invalidate()
 
     # -- statements ---------------------------------------------------------------------
@@ -698,7 +713,10 @@ class _Walker(FunctionResultsMixin):
             if named.arg is not None:
                 arguments.append((named.arg, self.evaluator.value(named.value)))
         loop = self.ctx.hot_loop
-        for key in targets:
+        for target in targets:
+            # a guessed caller makes a guessed call
+            guessed = self.ctx.likely and not target.startswith(_GUESSED)
+            key = _GUESSED + target if guessed else target
             hot_call = None
             if loop is not None:
                 hot_call = f"the loop that calls {key.rsplit('.', 1)[-1]}()"
@@ -737,7 +755,7 @@ class _Walker(FunctionResultsMixin):
                     return []  # a library's object or module
                 # an object whose class the file does not say: any class of the file that
                 # defines the method may be the one
-                return [f"{cls}.{attr}" for cls in definitions.defining[attr]]
+                return [f"{_GUESSED}{cls}.{attr}" for cls in definitions.defining[attr]]
         return []
 
     def merge_call(
@@ -766,6 +784,8 @@ _EXPRESSION_FIELDS: dict[type[ast.AST], tuple[str, ...]] = {
 }
 
 
+# the mark of a call recorded on a guess of what it reaches
+_GUESSED = "?"
 _LOADER_KINDS = (Kind.LOADER, Kind.DEVICE_LOADER)
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 # context managers that time what runs inside them

@@ -59,3 +59,22 @@ class Sampler:
 def run(model, tokens):
     decoder = GreedyDecoder(model, eot=0)
     return decoder.decode(tokens.to(device), 10)
+
+
+class BeamDecoder:
+    def update(self, tokens, logits):
+        if logits.max() > 0:  # hint: GPU001
+            return tokens
+        return tokens
+
+
+class Task:
+    def __init__(self, decoder):
+        self.decoder = decoder
+
+    def main_loop(self, tokens, model):
+        for _ in range(10):
+            logits = model(tokens.to(device))
+            # which class `self.decoder` is, the file does not say: a guess, at most a hint
+            tokens = self.decoder.update(tokens, logits)
+        return tokens
