@@ -38,6 +38,9 @@ class Loop:
     # its body holds a loop over a loader: it runs once per epoch, and what it does outside
     # that inner loop is no per-step cost
     per_epoch: bool = False
+    # its body takes a training step (`loss.backward()`) or draws a batch (`next(it)`):
+    # a training loop, even when the program times it
+    trains: bool = False
     # its items are whole batches or a few distinct tensors (`for t in (x, mask)`,
     # `for k, v in batch.items()`, `for chunk in x.split(n)`), not the samples of one batch
     whole_items: bool = False
@@ -182,7 +185,10 @@ class Context:
         if not self.config.enabled(rule.code):
             return
         span = node if isinstance(node, Span) else self.source.span(node)
-        self.findings.append(Finding(rule.code, severity or rule.severity, message, span, fixes))
+        severity = severity or rule.severity
+        if self.likely and severity.blocks:
+            severity = Severity.HINT  # what only a guess says is at most a hint
+        self.findings.append(Finding(rule.code, severity, message, span, fixes))
 
     def report_if(self, condition: Condition, findings: list[Finding]) -> None:
         """Keep ``findings`` if ``condition`` holds once the whole file has been walked."""

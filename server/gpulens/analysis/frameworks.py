@@ -200,7 +200,7 @@ PLACING_METHODS = {
 }
 # names that by convention hold a model (an argument of `prepare` whose value is unknown)
 MODEL_NAME = re.compile(
-    r"(^|_)(model|net|network|module|unet|transformer|encoder|decoder|generator|"
+    r"(^|_)(model|net|network|module|submodule|unet|transformer|encoder|decoder|generator|"
     r"discriminator|critic|policy|backbone|classifier|vae|teacher|student)$",
     re.IGNORECASE,
 )
@@ -243,6 +243,36 @@ CUPY_HOST_FUNCTIONS = frozenset(
     {"cupy.asnumpy", "cupy.get_array_module", "cupy.isscalar", "cupy.ndim", "cupy.shape"}
 )
 DEVICE_TO_HOST_CALLS = frozenset({"cupy.asnumpy", "jax.device_get"})
+# functions of NumPy-like array libraries that look at types, shapes or sizes, or plan work:
+# their results are host values
+ARRAY_API_HOST_FUNCTIONS = frozenset(
+    {
+        "isrealobj",
+        "iscomplexobj",
+        "isfortran",
+        "isscalar",
+        "iterable",
+        "ndim",
+        "shape",
+        "size",
+        "result_type",
+        "can_cast",
+        "min_scalar_type",
+        "promote_types",
+        "common_type",
+        "get_array_module",
+        "next_fast_len",
+        "prev_fast_len",
+    }
+)
+# fields of a model's outputs that hold tensors (transformers' ModelOutput, diffusers'):
+# other fields of an output object may be Python numbers
+OUTPUT_TENSOR_FIELD = re.compile(
+    r"^(loss|logits|\w+_logits|hidden_states|last_hidden_state|pooler_output|attentions|"
+    r"past_key_values|sample|prev_sample|pred_original_sample|\w+_embeds|pred_boxes|pred_masks)$"
+)
+# names of iterators that hand out a loader's batches (`CycleIterator(loader)`)
+LOADER_WRAPPER = re.compile(r"iter|cycle|loader|prefetch|repeat|infinite", re.IGNORECASE)
 
 GPU_DEVICE_STRING = re.compile(r"^(cuda|mps|xpu|hip|xla)(:\d+)?$")
 # names that by convention hold the device the program runs on

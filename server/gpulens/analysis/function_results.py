@@ -159,6 +159,7 @@ class FunctionResultsMixin:
             passed,
             tuple(sorted(self.ctx.imports.aliases.items())),
             frozenset(self.evaluator.module_classes),
+            frozenset(self.evaluator.loader_classes),
             tuple(sorted(self.evaluator.step_classes.items())),
             self.definitions_key(),
         )
@@ -168,7 +169,9 @@ class FunctionResultsMixin:
         found = fingerprint(value)
         if value is not None and value.kind is Kind.FUNCTION and value.origin is not None:
             returned = self.evaluator.returned(value.origin)  # type: ignore[arg-type]
-            return (found, fingerprint(returned))
+            parts = self.evaluator.returned_parts(value.origin)  # type: ignore[arg-type]
+            split = None if parts is None else tuple(fingerprint(p) for p in parts)
+            return (found, fingerprint(returned), split)
         return found
 
     def definitions_key(self) -> tuple[object, ...]:

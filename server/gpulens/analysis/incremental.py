@@ -143,7 +143,11 @@ def _parse_strict(text: str) -> ast.Module | None:
 
 def fingerprint(value: Value | None) -> tuple[object, ...] | None:
     """What of a value a function's walk can depend on (not where it was made)."""
-    return None if value is None else (value.kind, value.lib, value.exact)
+    if value is None:
+        return None
+    # the class of an object, or the name of a function: which methods a call reaches
+    named = getattr(value.origin, "name", None)
+    return (value.kind, value.lib, value.exact, value.guessed, named)
 
 
 @dataclass(slots=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 
 class Kind(enum.Enum):
@@ -22,6 +22,7 @@ class Kind(enum.Enum):
     FRAMEWORK = "framework"
     FUNCTION = "function"  # a function defined in the analysed file
     CLASS = "class"  # a class defined in the analysed file
+    INSTANCE = "instance"  # an object of a class defined in the file (origin: the class)
     # a value known to live on the host (a number, a string, a bool): what a function of
     # the file returns when every return is one (`def exists(v): return v is not None`)
     HOST = "host"
@@ -37,6 +38,9 @@ class Value:
     # a GPU value known to be one array (not a tuple or dict a model returned); a DEVICE
     # known to be the one `.cuda()` picks (plain "cuda", with or without a CPU fallback)
     exact: bool = False
+    # on the GPU by a guess only (a parameter fed to a model the function was handed): what
+    # rules say of it is at most a hint
+    guessed: bool = False
 
     @property
     def on_gpu(self) -> bool:
@@ -53,7 +57,11 @@ def merge(a: Value | None, b: Value | None) -> Value | None:
     if a is None or b is None:
         return a or b
     if a.kind is b.kind:
-        return a if a.exact or not b.exact else b
+        if a.kind in (Kind.INSTANCE, Kind.CLASS, Kind.FUNCTION) and a.origin is not b.origin:
+            return None  # one of two classes (or functions): unknown which
+        kept = a if a.exact or not b.exact else b
+        guessed = a.guessed and b.guessed  # sure on one path: sure
+        return kept if kept.guessed == guessed else replace(kept, guessed=guessed)
     rank = (Kind.GPU, Kind.GPU_MODULE, Kind.DEVICE, Kind.DEVICE_LOADER, Kind.LOADER, Kind.BATCH)
     for kind in rank:
         if a.kind is kind:

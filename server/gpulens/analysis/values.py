@@ -8,6 +8,8 @@ linter that cries wolf gets switched off.
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterable
+from dataclasses import replace
 
 from gpulens.analysis import frameworks as fw
 from gpulens.analysis.definitions import Definitions, Function, flat_statements
@@ -23,6 +25,7 @@ from gpulens.analysis.symbols import (
 )
 
 GPU_DEVICE = Value(Kind.DEVICE)
+Parts = tuple[Value | None, ...] | None
 
 
 class Evaluator:
@@ -32,6 +35,7 @@ class Evaluator:
         "_static",
         "definitions",
         "imports",
+        "loader_classes",
         "module_classes",
         "scope",
         "step_classes",
@@ -45,11 +49,14 @@ class Evaluator:
         self.definitions = definitions or Definitions()
         # classes defined in the file that subclass nn.Module
         self.module_classes: set[str] = set()
+        # classes defined in the file that subclass DataLoader
+        self.loader_classes: set[str] = set()
         # classes of the file whose steps a framework runs: class -> "lightning", …
         self.step_classes: dict[str, str] = {}
         self._cache: dict[int, Value | None] = {}
-        # what each function of the file returns, per state of the imports it is judged by
-        self._returns: dict[tuple[int, int, int], Value | None] = {}
+        # what each function of the file returns (and the parts of the tuple it returns),
+        # per state of the imports it is judged by
+        self._returns: dict[tuple[int, int, int], tuple[Value | None, Parts]] = {}
         self._static: dict[str, Scope] = {}
 
     def invalidate(self) -> None:
@@ -146,7 +153,7 @@ class Evaluator:
                 value = self.value(base)
                 if value is None or value.kind not in (Kind.GPU, Kind.BATCH):
                     return None
-                return Value(value.kind, value.lib, exact=False)
+                return Value(value.kind, value.lib, exact=False, guessed=value.guessed)
             case ast.IfExp(body=body, orelse=orelse):
                 a, b = self.value(body), self.value(orelse)
                 if a is not None and a.kind is Kind.GPU:
@@ -183,19 +190,24 @@ class Evaluator:
     def _container_of(self, elements: list[ast.expr]) -> Value | None:
         """A tuple, list or dict holding a GPU array: what indexing or unpacking it gives
         may be on the GPU."""
-        for element in elements:
-            value = self.value(element)
+        found = self._gpu_among(elements)
+        return None if found is None else replace(found, exact=False)
+
+    def _gpu_among(self, nodes: Iterable[ast.expr]) -> Value | None:
+        """The first GPU value among ``nodes`` that is not a guess, else the first guess."""
+        guess: Value | None = None
+        for node in nodes:
+            value = self.value(node)
             if value is not None and value.kind is Kind.GPU:
-                return Value(Kind.GPU, value.lib, exact=False)
-        return None
+                if not value.guessed:
+                    return value
+                guess = guess or value
+        return guess
 
     def _array_of(self, *operands: ast.expr) -> Value | None:
         """Arithmetic and comparisons: on the GPU when an operand is."""
-        for operand in operands:
-            value = self.value(operand)
-            if value is not None and value.kind is Kind.GPU:
-                return Value(Kind.GPU, value.lib, exact=True)
-        return None
+        found = self._gpu_among(operands)
+        return None if found is None else Value(Kind.GPU, found.lib, True, guessed=found.guessed)
 
     def _attribute(self, node: ast.Attribute) -> Value | None:
         dotted = dotted_name(node)
@@ -212,9 +224,10 @@ class Evaluator:
         if base is None or base.kind is not Kind.GPU or node.attr in fw.HOST_ATTRIBUTES:
             return None
         if node.attr in fw.ARRAY_ATTRIBUTES:
-            return Value(Kind.GPU, base.lib, exact=True)
-        if not base.exact:
-            return Value(Kind.GPU, base.lib)  # a field of a model's outputs: `outputs.logits`
+            return Value(Kind.GPU, base.lib, exact=True, guessed=base.guessed)
+        if not base.exact and fw.OUTPUT_TENSOR_FIELD.match(node.attr):
+            # a field of a model's outputs: `outputs.logits`
+            return Value(Kind.GPU, base.lib, guessed=base.guessed)
         return None
 
     def _call(self, node: ast.Call) -> Value | None:
@@ -240,19 +253,34 @@ class Evaluator:
                 return element_of(self.value(node.args[0])) if node.args else None
             if func.id in fw.HOST_BUILTINS and self.scope.lookup(func.id) is None:
                 return None
+        wrapped = self._wrapped_loader(node)
+        if wrapped is not None:
+            return wrapped
         callee = self.value(func)
         if callee is not None:
             if callee.kind in (Kind.GPU_MODULE, Kind.GPU):
-                return Value(Kind.GPU, callee.lib)
+                return Value(Kind.GPU, callee.lib, guessed=callee.guessed)
             if callee.kind is Kind.FUNCTION and isinstance(callee.origin, Function):
                 returned = self.returned(callee.origin)
                 if returned is not None:
                     return None if returned.kind is Kind.HOST else returned
+            if callee.kind is Kind.CLASS:
+                name = getattr(callee.origin, "name", "")
+                if name in self.loader_classes:
+                    return Value(Kind.LOADER, origin=node)
+                return Value(Kind.INSTANCE, origin=callee.origin)
         # an unknown function of GPU arrays usually returns GPU arrays (a loss, a metric)
-        for argument in (*node.args, *(k.value for k in node.keywords)):
-            value = self.value(argument)
-            if value is not None and value.kind is Kind.GPU:
-                return Value(Kind.GPU, value.lib)
+        found = self._gpu_among((*node.args, *(k.value for k in node.keywords)))
+        return None if found is None else Value(Kind.GPU, found.lib, guessed=found.guessed)
+
+    def _wrapped_loader(self, node: ast.Call) -> Value | None:
+        """`CycleIterator(loader)`, `itertools.cycle(loader)`, `Prefetcher(loader)`: an
+        iterator over a loader's batches is that loader, for what its items are."""
+        if not node.args or not fw.LOADER_WRAPPER.search(simple_name(node.func)):
+            return None
+        value = self.value(node.args[0])
+        if value is not None and value.kind in (Kind.LOADER, Kind.DEVICE_LOADER):
+            return value
         return None
 
     # -- frameworks that place what they are given -------------------------------------
@@ -268,6 +296,23 @@ class Evaluator:
             and self.imports.qualname(node) is None
             and bool(fw.FRAMEWORK_NAME.match(name.rsplit(".", 1)[-1]))
         )
+
+    def parts_of(self, call: ast.Call) -> list[Value | None] | None:
+        """What a call returns for each element of the tuple it returns: a framework's
+        prepare(), or a function of the file whose every return is a tuple of one length."""
+        placed = self.placed_parts(call)
+        if placed is not None:
+            return placed
+        callee = self.value(call.func)
+        if callee is None or not isinstance(callee.origin, Function):
+            return None
+        parts = self.returned_parts(callee.origin)
+        if parts is None:
+            return None
+        # a part the body does not tell (a parameter passed through) is what the call as a
+        # whole is judged to give
+        whole = element_of(self.value(call))
+        return [part if part is not None else whole for part in parts]
 
     def placed_parts(self, call: ast.Call) -> list[Value | None] | None:
         """What `accelerator.prepare(model, opt, loader)` or `fabric.setup(model, opt)`
@@ -316,10 +361,18 @@ class Evaluator:
         unknown: a GPU array, a module, Kind.HOST when every return is a host value, or None
         when the body does not tell. The same for every caller, so that a caller's result
         depends on the callee's text, not on the order functions are walked in."""
+        return self._judged(function)[0]
+
+    def returned_parts(self, function: Function) -> Parts:
+        """The parts of the tuple ``function`` returns, where every return is a tuple of one
+        length (`return train_loader, val_loader`); None otherwise."""
+        return self._judged(function)[1]
+
+    def _judged(self, function: Function) -> tuple[Value | None, Parts]:
         key = (id(function), self.imports.version, len(self.module_classes))
         if key in self._returns:
             return self._returns[key]
-        self._returns[key] = None  # a recursive call returns "unknown"
+        self._returns[key] = (None, None)  # a recursive call returns "unknown"
         saved = self.scope, self._cache
         self.scope = Scope("function", function.name, self._static_scope(function))
         self._cache = {}
@@ -349,10 +402,12 @@ class Evaluator:
             scope.bind(f"self.{name}", Value(Kind.FUNCTION, origin=definition))
         return scope
 
-    def _judge_returns(self, function: Function) -> Value | None:
+    def _judge_returns(self, function: Function) -> tuple[Value | None, Parts]:
         returned: Value | None = None
         unknown = False
         generator = False
+        parts: list[Value | None] | None = None
+        tuples = True
         for statement in flat_statements(function.body):
             match statement:
                 case ast.Assign(targets=targets, value=value):
@@ -375,18 +430,31 @@ class Evaluator:
                     found = self.value(value)
                     if found is not None and found.kind is not Kind.HOST:
                         returned = merge(returned, found)
-                    elif found is None and not is_host_expression(value):
+                    elif found is None and not (
+                        is_host_expression(value) or isinstance(value, _RECORDS)
+                    ):
                         unknown = True
+                    if isinstance(value, ast.Tuple) and tuples:
+                        values = [self.value(e) for e in value.elts]
+                        if parts is None:
+                            parts = values
+                        elif len(parts) == len(values):
+                            parts = [merge(a, b) for a, b in zip(parts, values, strict=True)]
+                        else:
+                            tuples = False
+                    else:
+                        tuples = False
                 case ast.Expr(value=ast.Yield(value=value) | ast.YieldFrom(value=value)):
                     generator = True
                     found = self.value(value)
                     if found is not None and found.on_gpu:
                         returned = Value(Kind.DEVICE_LOADER, found.lib)
+        split = tuple(parts) if tuples and parts is not None else None
         if generator:
-            return returned
+            return returned, None
         if returned is not None:
-            return returned
-        return None if unknown else Value(Kind.HOST)
+            return returned, split
+        return (None if unknown else Value(Kind.HOST)), split
 
     def _bind_quietly(self, target: ast.expr, value: ast.expr) -> None:
         if (
@@ -396,6 +464,11 @@ class Evaluator:
         ):
             for sub_target, sub_value in zip(target.elts, value.elts, strict=True):
                 self._bind_quietly(sub_target, sub_value)
+            return
+        parts = self.parts_of(value) if isinstance(value, ast.Call) else None
+        if isinstance(target, ast.Tuple | ast.List) and parts and len(parts) == len(target.elts):
+            for sub_target, part in zip(target.elts, parts, strict=True):
+                self._bind_names(sub_target, part)
             return
         found = self.value(value)
         if isinstance(target, ast.Name):
@@ -436,7 +509,7 @@ class Evaluator:
         if kind is Kind.GPU:
             if method in fw.HOST_RESULT_METHODS or method in fw.EFFECT_METHODS:
                 return None
-            return Value(Kind.GPU, receiver.lib, exact=receiver.exact)
+            return Value(Kind.GPU, receiver.lib, exact=receiver.exact, guessed=receiver.guessed)
         if kind in (Kind.MODULE, Kind.GPU_MODULE):
             if method in ("eval", "train", "half", "float", "bfloat16", "double", "requires_grad_"):
                 return receiver
@@ -472,7 +545,9 @@ class Evaluator:
                 return Value(Kind.GPU, exact=True) if self.device_of(device) else None
             if name in fw.TORCH_LIKE_FACTORIES and node.args:
                 like = self.value(node.args[0])
-                return Value(Kind.GPU, exact=True) if like and like.on_gpu else None
+                if like is None or not like.on_gpu:
+                    return None
+                return Value(Kind.GPU, exact=True, guessed=like.guessed)
             return Value(Kind.CPU_TENSOR, origin=node)
         if name == "torch.device":
             if not self.device_of(node):
@@ -500,8 +575,11 @@ class Evaluator:
         if name in fw.NUMBA_TO_DEVICE:
             return Value(Kind.GPU, "numba", exact=True)
         if name.startswith(("cupy.", "cupyx.")):
-            if name in fw.CUPY_HOST_FUNCTIONS or name.rsplit(".", 1)[-1][:1].isupper():
+            last = name.rsplit(".", 1)[-1]
+            if name in fw.CUPY_HOST_FUNCTIONS or last in fw.ARRAY_API_HOST_FUNCTIONS:
                 return None
+            if last[:1].isupper() or "._" in name:
+                return None  # a class, or a private helper: nothing known of what it returns
             return Value(Kind.GPU, "cupy", exact=True)
         if name.startswith("jax.numpy.") or name in fw.JAX_TO_DEVICE:
             return Value(Kind.GPU, "jax", exact=True)
@@ -511,18 +589,23 @@ class Evaluator:
             return Value(Kind.GPU, exact=False)  # a batch (a tensor, dict or tuple) moved
         if name.startswith("torch.") and not fw.is_module_class(name):
             # torch.cat, torch.matmul, F.relu …: on the GPU when an argument is
+            guess: Value | None = None
             for argument in (*node.args, *(k.value for k in node.keywords)):
-                if self._holds_gpu(argument):
+                held = self._held_gpu(argument)
+                if held is not None and not held.guessed:
                     return Value(Kind.GPU, exact=True)
-            return None
+                guess = guess or held
+            return None if guess is None else Value(Kind.GPU, exact=True, guessed=True)
         return ...
 
-    def _holds_gpu(self, node: ast.expr) -> bool:
+    def _held_gpu(self, node: ast.expr) -> Value | None:
+        """The GPU value an argument holds (itself, or in a list or tuple written out)."""
         if isinstance(node, ast.List | ast.Tuple):
-            return any(self._holds_gpu(element) for element in node.elts)
+            return self._gpu_among(node.elts)
         if isinstance(node, ast.ListComp | ast.GeneratorExp):
-            return False  # judged where the comprehension is walked
-        return self.on_gpu(node)
+            return None  # judged where the comprehension is walked
+        value = self.value(node)
+        return value if value is not None and value.kind is Kind.GPU else None
 
 
 def _moves_each_item(element: ast.expr, evaluator: Evaluator) -> bool:
@@ -556,7 +639,7 @@ def element_of(value: Value | None) -> Value | None:
     if value.kind in (Kind.LOADER, Kind.BATCH):
         return Value(Kind.BATCH)
     if value.kind in (Kind.GPU, Kind.DEVICE_LOADER):
-        return Value(Kind.GPU, value.lib, exact=False)
+        return Value(Kind.GPU, value.lib, exact=False, guessed=value.guessed)
     return None
 
 
@@ -592,5 +675,8 @@ def is_host_expression(node: ast.expr | None) -> bool:
     return False
 
 
+# a dict, list or set the function builds with no GPU value in sight: a record of host
+# values (what it returns is judged, not guessed from its arguments)
+_RECORDS = (ast.Dict, ast.List, ast.Set, ast.DictComp, ast.ListComp, ast.SetComp)
 # comparisons that test identity or membership: their result is a Python bool
 _IDENTITY = (ast.Is, ast.IsNot, ast.In, ast.NotIn)

@@ -18,7 +18,7 @@ from gpulens.analysis import frameworks as fw
 from gpulens.analysis import rules as _rules  # noqa: F401  (registers every rule)
 from gpulens.analysis.config import Config
 from gpulens.analysis.context import Context, Loop
-from gpulens.analysis.definitions import CONSTRUCTORS, Definitions, calls_in
+from gpulens.analysis.definitions import CONSTRUCTORS, Definitions, calls_in, flat_statements
 from gpulens.analysis.function_results import CallSites, FunctionResultsMixin, Recording
 from gpulens.analysis.guards import leaves_loop, runs_once_per_period
 from gpulens.analysis.incremental import FunctionMemo
@@ -32,6 +32,7 @@ from gpulens.analysis.symbols import (
     dotted_name,
     keyword,
     merge,
+    names_in,
     simple_name,
 )
 from gpulens.analysis.values import element_of
@@ -226,6 +227,11 @@ class _Walker(FunctionResultsMixin):
             # the framework moved the batch to the device before calling the step
             for name in step[1]:
                 scope.bind(name, Value(Kind.GPU, exact=False))
+        # `def sample(model, x, sigmas): for i in …: model(x, sigmas[i] * s)`: what a loop
+        # feeds a model it was handed is likely on the model's device (a guess: hints)
+        for name in _fed_to_a_model(function):
+            if scope.bindings.get(name) is None:
+                scope.bind(name, Value(Kind.GPU, exact=False, guessed=True))
         saved = (self.evaluator.scope, ctx.loops, ctx.function, ctx.timers, ctx.likely)
         self.evaluator.scope = scope
         self.evaluator.invalidate()
@@ -313,14 +319,20 @@ class _Walker(FunctionResultsMixin):
                 finally:
                     self.ctx.timers -= timer
             case ast.Try() | ast.TryStar():
+                before = self.evaluator.scope.snapshot()
                 self.block(node.body)
+                self.block(node.orelse)
+                branches = [self.evaluator.scope.snapshot()]
                 for handler in node.handlers:
+                    # a handler runs when the body failed, often before its bindings happened
+                    self.restore(before)
                     if handler.type is not None:
                         self.expression(handler.type)
                     if handler.name:
                         self.bind(handler.name, None)
                     self.block(handler.body)
-                self.block(node.orelse)
+                    branches.append(self.evaluator.scope.snapshot())
+                self.join(*branches)
                 self.block(node.finalbody)
             case ast.Match(subject=subject, cases=cases):
                 self.expression(subject)
@@ -350,6 +362,8 @@ class _Walker(FunctionResultsMixin):
             local = base.id if isinstance(base, ast.Name) else ""
             if name.endswith(("nn.Module", "LightningModule")) or local in evaluator.module_classes:
                 evaluator.module_classes.add(node.name)
+            if name in fw.DATALOADERS or local in evaluator.loader_classes:
+                evaluator.loader_classes.add(node.name)
             framework = evaluator.step_classes.get(local) or _step_framework(name)
             if framework is not None:
                 evaluator.step_classes[node.name] = framework
@@ -379,8 +393,9 @@ class _Walker(FunctionResultsMixin):
             iterates,
             statement=node,
             block=self.ctx.statements,
-            whole_items=_whole_items(node.target, node.iter),
+            whole_items=_whole_items(node.target, node.iter, self.ctx.function),
             per_epoch=self.runs_a_loader_loop(node.body),
+            trains=_trains(node.body),
         )
         loop.guarded = leaves_loop(node.body)  # a body that ends in break runs once
         self.ctx.loops.append(loop)
@@ -402,6 +417,7 @@ class _Walker(FunctionResultsMixin):
             statement=node,
             block=self.ctx.statements,
             per_epoch=self.runs_a_loader_loop(node.body),
+            trains=_trains(node.body),
         )
         loop.guarded = leaves_loop(node.body)
         self.ctx.loops.append(loop)
@@ -498,7 +514,7 @@ class _Walker(FunctionResultsMixin):
                 targets = frozenset(
                     n.id for n in ast.walk(generator.target) if isinstance(n, ast.Name)
                 )
-                whole = _whole_items(generator.target, generator.iter)
+                whole = _whole_items(generator.target, generator.iter, self.ctx.function)
                 self.ctx.loops.append(
                     Loop(node, node.lineno - 1, targets, iterates, whole_items=whole)
                 )
@@ -557,11 +573,15 @@ class _Walker(FunctionResultsMixin):
     def bind(self, name: str, value: Value | None) -> None:
         scope = self.evaluator.scope
         if "." in name and name.startswith("self."):
-            # attributes set on self are seen by every method of the class
+            # attributes set on self are seen by every method of the class, whichever of
+            # the values its methods (and their branches) assign
             owner: Scope | None = scope
             while owner is not None and owner.kind != "class":
                 owner = owner.parent
-            scope = owner or scope
+            if owner is not None:
+                if name in owner.bindings:
+                    value = merge(owner.bindings[name], value)
+                scope = owner
         scope.bind(name, value)
         if value is not None and value.kind is Kind.DEVICE:
             self.ctx.facts.uses_gpu = True
@@ -586,8 +606,9 @@ class _Walker(FunctionResultsMixin):
                     for sub_target, sub_value in zip(targets, value.elts, strict=True):
                         self.assign(sub_target, sub_value)
                     return
-                # `model, opt, loader = accelerator.prepare(model, opt, loader)`
-                parts = self.evaluator.placed_parts(value) if isinstance(value, ast.Call) else None
+                # `model, opt, loader = accelerator.prepare(model, opt, loader)`, and
+                # `train, val = make_loaders(...)` of a function returning a tuple
+                parts = self.evaluator.parts_of(value) if isinstance(value, ast.Call) else None
                 if parts is not None and len(parts) == len(targets):
                     for sub_target, part in zip(targets, parts, strict=True):
                         self.bind_all(sub_target, part)
@@ -750,8 +771,19 @@ class _Walker(FunctionResultsMixin):
             case ast.Attribute(value=ast.Name(id="self"), attr=attr):
                 owner_scope = evaluator.scope.enclosing_class()
                 return _method_key(definitions, owner_scope.name, attr) if owner_scope else []
-            case ast.Attribute(value=receiver, attr=attr) if attr in definitions.defining:
-                if evaluator.value(receiver) is not None or self.ctx.qualname(receiver):
+            case ast.Attribute(value=ast.Call(func=ast.Name(id="super")), attr=attr):
+                owner_scope = evaluator.scope.enclosing_class()
+                if owner_scope is None:
+                    return []
+                bases = definitions.bases.get(owner_scope.name, ())
+                return [k for base in bases for k in _method_key(definitions, base, attr)][:1]
+            case ast.Attribute(value=receiver, attr=attr) if (
+                attr in definitions.defining and not attr.startswith("__")
+            ):
+                held = evaluator.value(receiver)
+                if held is not None and held.kind is Kind.INSTANCE and held.origin is not None:
+                    return _method_key(definitions, held.origin.name, attr)  # type: ignore[attr-defined]
+                if held is not None or self.ctx.qualname(receiver):
                     return []  # a library's object or module
                 # an object whose class the file does not say: any class of the file that
                 # defines the method may be the one
@@ -813,7 +845,7 @@ def _has_loop(body: list[ast.stmt]) -> bool:
 # names of loop variables and iterables whose items are whole batches or parts of one
 _WHOLE_ITEMS = re.compile(
     r"(^|_)(batch|batches|minibatch|minibatches|micro_?batch\w*|chunk|chunks|shard|shards|"
-    r"split|splits|inputs|buffers|caches?)$",
+    r"split|splits|inputs|ins|args|buffers|caches?|params|parameters)$",
     re.IGNORECASE,
 )
 _SPLITTING_METHODS = frozenset(
@@ -821,25 +853,86 @@ _SPLITTING_METHODS = frozenset(
 )
 
 
-def _whole_items(target: ast.expr, iterable: ast.expr) -> bool:
-    """A loop whose items are whole batches, a batch's fields, or a few distinct tensors
-    written out (`for t in (x, mask, cos, sin)`): copying or running each is not per sample."""
+def _whole_items(target: ast.expr, iterable: ast.expr, function: Function | None) -> bool:
+    """A loop whose items are whole batches, a batch's fields, a module's parameters, a
+    function's `*args`, or a few distinct tensors written out (`for t in (x, mask, cos, sin)`):
+    copying or running each is not per sample."""
     match iterable:
         case ast.Tuple() | ast.List() | ast.Set():
             return True
         case ast.Call(func=ast.Name(id="enumerate" | "reversed" | "list" | "tuple"), args=[inner]):
-            return _whole_items(_enumerated(target), inner)
+            return _whole_items(_enumerated(target), inner, function)
         case ast.Call(func=ast.Name(id="zip"), args=arguments) if arguments:
-            return all(_whole_items(target, a) for a in arguments)
+            return all(_whole_items(target, a, function) for a in arguments)
         case ast.Call(func=func, args=[inner, *_]) if _is_progress(func):
-            return _whole_items(target, inner)
-        case ast.Call(func=ast.Attribute(attr=attr)) if attr in _SPLITTING_METHODS:
+            return _whole_items(target, inner, function)
+        case ast.Call(func=ast.Attribute(attr=attr)) if (
+            attr in _SPLITTING_METHODS or attr in fw.MODULE_PARTS_METHODS
+        ):
             return True
+        case ast.Name(id=name) if function is not None and function.args.vararg is not None:
+            if name == function.args.vararg.arg:
+                return True
         case ast.Call(func=func) if simple_name(func) in ("chunk", "split", "tensor_split"):
             return True
     names = [n.id for n in ast.walk(target) if isinstance(n, ast.Name)]
     iterated = (dotted_name(iterable) or "").rsplit(".", 1)[-1]
     return any(_WHOLE_ITEMS.search(n) for n in [*names, iterated] if n)
+
+
+def _fed_to_a_model(function: Function) -> list[str]:
+    """The required parameters whose values reach, through the function's own assignments,
+    the arguments of a call in a loop to a parameter named like a model (`model(x, sigma)`)."""
+    arguments = function.args
+    parameters = [a.arg for a in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs)]
+    models = {p for p in parameters if fw.MODEL_NAME.search(p)}
+    if not models:
+        return []
+    fed: set[str] = set()
+    loops = [n for n in ast.walk(function) if isinstance(n, ast.For | ast.While)]
+    for loop in loops:
+        for node in ast.walk(loop):
+            match node:
+                case ast.Call(func=ast.Name(id=called)) if called in models:
+                    for argument in (*node.args, *(k.value for k in node.keywords)):
+                        fed |= names_in(argument)
+    if not fed:
+        return []
+    assignments: list[tuple[set[str], ast.expr]] = []
+    for statement in flat_statements(function.body):
+        match statement:
+            case ast.Assign(targets=targets, value=value):
+                assignments.append((set().union(*(names_in(t) for t in targets)), value))
+            case ast.AugAssign(target=target, value=value):
+                assignments.append((names_in(target), value))
+    grown = True
+    while grown:  # what the fed names were computed from is fed too
+        grown = False
+        for targets, value in assignments:
+            if targets & fed:
+                more = names_in(value) - fed
+                if more:
+                    fed |= more
+                    grown = True
+    # only what every caller must pass: options with defaults are numbers, flags, callbacks
+    required = [a.arg for a in (*arguments.posonlyargs, *arguments.args)]
+    required = required[: len(required) - len(arguments.defaults)]
+    return [p for p in required if p in fed and p not in models]
+
+
+def _trains(body: list[ast.stmt]) -> bool:
+    """A loop body that takes a training step or draws the next batch."""
+    pending: list[ast.AST] = list(body)
+    while pending:
+        node = pending.pop()
+        match node:
+            case ast.Call(func=ast.Attribute(attr="backward")):
+                return True
+            case ast.Call(func=ast.Name(id="next")):
+                return True
+        if not isinstance(node, _DEFINITIONS):
+            pending.extend(ast.iter_child_nodes(node))
+    return False
 
 
 def _enumerated(target: ast.expr) -> ast.expr:

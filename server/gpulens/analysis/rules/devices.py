@@ -46,6 +46,9 @@ def check_hard_coded(node: ast.Call, ctx: Context) -> None:
     if not ctx.config.enabled(HARD_CODED_DEVICE.code):
         return
     func = node.func
+    match func:
+        case ast.Attribute(value=ast.Call(func=ast.Name(id="super"))):
+            return  # an override of Module.cuda()/to() handing the device on
     if isinstance(func, ast.Attribute) and func.attr == "cuda" and not node.args:
         suffix = Span(
             ctx.span(func.value).end_line, ctx.span(func.value).end_column, *_end(node, ctx)

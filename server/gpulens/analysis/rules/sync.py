@@ -12,7 +12,7 @@ from gpulens.analysis.model import Fix, Severity
 from gpulens.analysis.rules.common import after_loop, fix, replace, shown
 from gpulens.analysis.rules.registry import checks, rule
 from gpulens.analysis.rules.timing import in_timed_region
-from gpulens.analysis.symbols import Value, names_in
+from gpulens.analysis.symbols import Kind, Value, names_in
 
 SYNC_IN_LOOP = rule(
     "GPU001",
@@ -68,7 +68,7 @@ def need_of(node: ast.AST, loop: Loop, ctx: Context) -> Need | None:
         return Need.EXIT
     if _streams(node, ctx):
         return Need.STREAM
-    if not loop.over_loader and in_timed_region(node, ctx):
+    if not loop.over_loader and not loop.trains and in_timed_region(node, ctx):
         return Need.TIMED  # (a training loop timed per epoch is still a training loop)
     return None
 
@@ -90,10 +90,12 @@ def _report_sync(
     ctx: Context,
     *,
     advice: str,
+    subject: Value | None,
     fixes: tuple[Fix, ...] = (),
 ) -> None:
     """Report ``what`` (a sentence start: "`x.item()` copies a GPU value to the host and
-    waits for all queued GPU work") as a warning, or as a hint where the wait is needed."""
+    waits for all queued GPU work") about the GPU value ``subject``: a warning, or a hint
+    where the wait is needed or the value is on the GPU by a guess only."""
     where = loop.describe()
     match need_of(node, loop, ctx):
         case Need.EXIT:
@@ -122,6 +124,14 @@ def _report_sync(
                 "read the values after the clock.",
                 severity=Severity.HINT,
             )
+        case None if subject is not None and subject.guessed:
+            ctx.report(
+                SYNC_IN_LOOP,
+                node,
+                f"{what}, on every iteration of {where}, if the value is on the GPU, as its use "
+                f"with the model the function is handed suggests{advice}",
+                severity=Severity.HINT,
+            )
         case None:
             ctx.report(SYNC_IN_LOOP, node, f"{what}, on every iteration of {where}{advice}", fixes)
 
@@ -144,6 +154,7 @@ def check_sync_call(node: ast.Call, ctx: Context) -> None:
                 ctx,
                 advice=": the CPU stops feeding the GPU. Accumulate on the device "
                 "(`total += loss.detach()`) and read once after the loop, or every N steps.",
+                subject=receiver,
                 fixes=_accumulate_fixes(node, func.value, receiver, loop, ctx),  # type: ignore[arg-type]
             )
             return
@@ -175,6 +186,7 @@ def _check_builtin(node: ast.Call, builtin: str, loop: Loop, ctx: Context) -> No
             loop,
             ctx,
             advice=". Print every N steps (`if step % 100 == 0:`) or after the loop.",
+            subject=ctx.value(gpu_args[0]),
         )
         return
     argument = gpu_args[0]
@@ -186,6 +198,7 @@ def _check_builtin(node: ast.Call, builtin: str, loop: Loop, ctx: Context) -> No
         loop,
         ctx,
         advice=". Keep the value on the device and convert once after the loop, or every N steps.",
+        subject=receiver,
         fixes=fixes,
     )
 
@@ -201,20 +214,24 @@ def check_formatted(node: ast.FormattedValue, ctx: Context) -> None:
             loop,
             ctx,
             advice=". Format it every N steps or after the loop.",
+            subject=ctx.value(node.value),
         )
 
 
 @checks(ast.If, ast.IfExp, ast.Assert)
 def check_truth_test(node: ast.If | ast.IfExp | ast.Assert, ctx: Context) -> None:
     loop = ctx.hot_loop
-    if loop is None or not _tests_an_array(node.test, ctx):
+    test = node.test
+    while isinstance(test, ast.BoolOp):
+        test = test.values[-1]  # `if a or t == 0:` tests the last operand's truth too
+    if loop is None or not _tests_an_array(test, ctx):
         return
     # `if done.all(): break`, `assert not torch.isnan(loss)`: the test decides whether the
     # loop (or the program) goes on
     exits = isinstance(node, ast.Assert) or (isinstance(node, ast.If) and leaves_loop(node.body))
     saved, ctx.deciding_exit = ctx.deciding_exit, ctx.deciding_exit or exits
     try:
-        _report_bool(node.test, loop, ctx)
+        _report_bool(test, loop, ctx)
     finally:
         ctx.deciding_exit = saved
 
@@ -226,6 +243,30 @@ def _tests_an_array(test: ast.expr, ctx: Context) -> bool:
     if value is None or not value.on_gpu:
         return False
     return value.exact or not isinstance(test, ast.Name | ast.Attribute | ast.Subscript)
+
+
+@checks(ast.Assign)
+def check_host_tensor_write(node: ast.Assign, ctx: Context) -> None:
+    """`losses[k] = loss` into a tensor made on the host: a copy to the host and a wait."""
+    loop = ctx.hot_loop
+    if loop is None or not ctx.on_gpu(node.value):
+        return
+    for target in node.targets:
+        if not isinstance(target, ast.Subscript):
+            continue
+        held = ctx.value(target.value)
+        if held is not None and held.kind is Kind.CPU_TENSOR:
+            _report_sync(
+                node.value,
+                f"Writing a GPU value into the host tensor `{shown(ctx, target.value)}` copies "
+                "it to the host and waits for the GPU",
+                loop,
+                ctx,
+                advice=". Make the tensor on the device (`device=`) and copy it once after the "
+                "loop.",
+                subject=ctx.value(node.value),
+            )
+            return
 
 
 @checks(ast.While)
@@ -269,6 +310,7 @@ def _report_bool(node: ast.expr, loop: Loop, ctx: Context) -> None:
         ctx,
         advice=". Keep the decision on the device (`torch.where`, `torch.maximum`) or take it "
         "every N steps.",
+        subject=ctx.value(node.operand if isinstance(node, ast.UnaryOp) else node),
     )
 
 

@@ -112,6 +112,8 @@ def check_clock(node: ast.Call, ctx: Context) -> None:
         if func.attr in fw.SYNC_METHODS or func.attr in ("block_until_ready", "get"):  # type: ignore[union-attr]
             _synced(interval, node, ctx)
             return
+        if func.attr in fw.HOST_RESULT_METHODS or func.attr in fw.MODULE_PARTS_METHODS:  # type: ignore[union-attr]
+            return  # `x.numel()`, `x.size(0)`: metadata, no GPU work queued
         interval.pending.add(receiver.lib)
         return
     if isinstance(func, ast.Name) and func.id in fw.SYNC_BUILTINS:

@@ -9,7 +9,7 @@ from gpulens.analysis.context import Context
 from gpulens.analysis.model import Edit, Fix, Severity, Span
 from gpulens.analysis.rules.common import add_keyword, replace, shown
 from gpulens.analysis.rules.registry import checks, rule
-from gpulens.analysis.symbols import Kind, keyword, names_in
+from gpulens.analysis.symbols import Kind, keyword, names_in, simple_name
 
 PER_ITEM_COPIES = rule(
     "GPU002",
@@ -91,6 +91,8 @@ def _host_to_device_source(node: ast.Call, ctx: Context) -> ast.expr | None:
         receiver = ctx.value(func.value)
         if receiver is not None and receiver.kind in (Kind.GPU, Kind.GPU_MODULE, Kind.MODULE):
             return None
+        if fw.MODEL_NAME.search(simple_name(func.value)):
+            return None  # a module moved: its parameters, not data
         return func.value
     name = ctx.qualname(func)
     if name is None or not node.args:

@@ -63,8 +63,7 @@ def run(model, tokens):
 
 class BeamDecoder:
     def update(self, tokens, logits):
-        if logits.max() > 0:  # hint: GPU001
-            return tokens
+        print(logits.max().item())  # hint: GPU001
         return tokens
 
 
