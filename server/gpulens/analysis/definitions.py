@@ -94,13 +94,6 @@ def _top_level(body: list[ast.stmt]) -> Iterator[ast.stmt]:
                 yield from _top_level(inner)
 
 
-def calls_in(function: Function) -> Iterator[ast.Call]:
-    """The calls in a function's body, those of functions nested in it included."""
-    for node in ast.walk(function):
-        if isinstance(node, ast.Call):
-            yield node
-
-
 def flat_statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
     """Every statement of a body in source order, those of nested blocks included, those of
     nested functions and classes not."""

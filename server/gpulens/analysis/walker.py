@@ -18,7 +18,7 @@ from gpulens.analysis import frameworks as fw
 from gpulens.analysis import rules as _rules  # noqa: F401  (registers every rule)
 from gpulens.analysis.config import Config
 from gpulens.analysis.context import Context, Loop
-from gpulens.analysis.definitions import CONSTRUCTORS, Definitions, calls_in, flat_statements
+from gpulens.analysis.definitions import CONSTRUCTORS, Definitions, flat_statements
 from gpulens.analysis.function_results import CallSites, FunctionResultsMixin, Recording
 from gpulens.analysis.guards import leaves_loop, runs_once_per_period
 from gpulens.analysis.incremental import FunctionMemo
@@ -102,11 +102,21 @@ class _Walker(FunctionResultsMixin):
         count = len(functions)
         if count < 2:
             return functions
-        keys = [self.site_key(f, scope, is_method) for f, scope, is_method in functions]
-        position = {key: index for index, key in enumerate(keys)}
+        # who may call whom, read from the text (a name followed by `(`): an edge too many
+        # only changes the order, and the text is far quicker to scan than the tree
+        by_name: defaultdict[str, set[int]] = defaultdict(set)
+        for index, (function, _, is_method) in enumerate(functions):
+            name = function.name
+            if is_method and name == "__init__":
+                name = functions[index][1].name  # `Class(...)` runs its __init__
+            by_name[name].add(index)
+        lines = self.ctx.source.lines
         callees: list[set[int]] = []
-        for index, (function, scope, _) in enumerate(functions):
-            found = {position[k] for k in self.callees_of(function, scope) if k in position}
+        for index, (function, _, _) in enumerate(functions):
+            text = "".join(lines[function.lineno - 1 : function.end_lineno])
+            found: set[int] = set()
+            for called in _CALLED.findall(text):
+                found |= by_name.get(called, set())
             callees.append(found - {index})
         for index, (function, scope, is_method) in enumerate(functions):
             if is_method and function.name in CONSTRUCTORS:
@@ -178,32 +188,6 @@ class _Walker(FunctionResultsMixin):
         for name, value in guessed.arguments.items():
             arguments[name] = merge(arguments.get(name), value)
         return CallSites(arguments, sure.hot_call or guessed.hot_call)
-
-    def callees_of(self, function: Function, scope: Scope) -> set[str]:
-        """The keys of the file's functions and methods that ``function`` may call, read
-        from its text alone."""
-        cls = scope.name if scope.kind == "class" else None
-        if cls is None:
-            owner = scope.enclosing_class()
-            cls = owner.name if owner is not None else None
-        definitions = self.definitions
-        found: set[str] = set()
-        for call in calls_in(function):
-            match call.func:
-                case ast.Name(id=name):
-                    if name in definitions.methods:
-                        resolved = definitions.method(name, "__init__")
-                        if resolved is not None:
-                            found.add(f"{resolved[0]}.__init__")
-                    else:
-                        found.add(name)
-                case ast.Attribute(value=ast.Name(id="self"), attr=attr) if cls is not None:
-                    resolved = definitions.method(cls, attr)
-                    if resolved is not None:
-                        found.add(f"{resolved[0]}.{attr}")
-                case ast.Attribute(attr=attr):
-                    found.update(f"{c}.{attr}" for c in definitions.defining.get(attr, ()))
-        return found
 
     def walk_function(
         self, function: Function, enclosing: Scope, is_method: bool, sites: CallSites | None
@@ -816,6 +800,8 @@ _EXPRESSION_FIELDS: dict[type[ast.AST], tuple[str, ...]] = {
 }
 
 
+# a name called in a function's text (`f(`, `self.m(`, `Class(`)
+_CALLED = re.compile(r"([A-Za-z_]\w*)\s*\(")
 # the mark of a call recorded on a guess of what it reaches
 _GUESSED = "?"
 _LOADER_KINDS = (Kind.LOADER, Kind.DEVICE_LOADER)
