@@ -127,11 +127,15 @@ class FunctionResultsMixin:
         looked_up = self._looked_up.setdefault(
             (id(enclosing), self.ctx.imports.version), (enclosing, {})
         )[1]
+        # what a callee returns matters only where the body calls it (`name(`, `self.name(`)
+        _, called, methods = self.memo.called_in(text)
         scope_values = []
         for name in names:
             if name not in looked_up:
-                looked_up[name] = self.fingerprint(enclosing.lookup(name))
+                looked_up[name] = fingerprint(enclosing.lookup(name))
             scope_values.append(looked_up[name])
+            if name in called:
+                scope_values.append(self.returns_of(enclosing.lookup(name)))
         devices = self._devices.get(id(enclosing), (None, None))[1]
         if devices is None:  # GPU007 looks for any device variable in scope
             found: list[str] = []
@@ -146,7 +150,12 @@ class FunctionResultsMixin:
         passed = None
         if sites is not None:
             passed = (
-                tuple(sorted((str(k), fingerprint(v)) for k, v in sites.arguments.items())),
+                tuple(
+                    sorted(
+                        (str(k), fingerprint(v), self.returns_of(v))
+                        for k, v in sites.arguments.items()
+                    )
+                ),
                 sites.hot_call,
                 sites.guessed,
             )
@@ -155,7 +164,16 @@ class FunctionResultsMixin:
             is_method,
             tuple(scope_values),
             devices,
-            tuple(sorted((k, self.fingerprint(v)) for k, v in _self_bindings(enclosing).items())),
+            tuple(
+                sorted(
+                    (
+                        k,
+                        fingerprint(v),
+                        self.returns_of(v) if k.removeprefix("self.") in methods else None,
+                    )
+                    for k, v in _self_bindings(enclosing).items()
+                )
+            ),
             passed,
             tuple(sorted(self.ctx.imports.aliases.items())),
             frozenset(self.evaluator.module_classes),
@@ -164,15 +182,14 @@ class FunctionResultsMixin:
             self.definitions_key(),
         )
 
-    def fingerprint(self, value: Value | None) -> tuple[object, ...] | None:
-        """A value's fingerprint; for a function of the file, with what it returns."""
-        found = fingerprint(value)
-        if value is not None and value.kind is Kind.FUNCTION and value.origin is not None:
-            returned = self.evaluator.returned(value.origin)  # type: ignore[arg-type]
-            parts = self.evaluator.returned_parts(value.origin)  # type: ignore[arg-type]
-            split = None if parts is None else tuple(fingerprint(p) for p in parts)
-            return (found, fingerprint(returned), split)
-        return found
+    def returns_of(self, value: Value | None) -> tuple[object, ...] | None:
+        """For a function of the file, what calling it returns (and the parts of the tuple
+        it returns): what a caller's walk reads of the callee's body."""
+        if value is None or value.kind is not Kind.FUNCTION or value.origin is None:
+            return None
+        returned = self.evaluator.returned(value.origin)  # type: ignore[arg-type]
+        parts = self.evaluator.returned_parts(value.origin)  # type: ignore[arg-type]
+        return (fingerprint(returned), None if parts is None else tuple(map(fingerprint, parts)))
 
     def definitions_key(self) -> tuple[object, ...]:
         """The file's functions, classes, bases and methods: which of them a call reaches."""

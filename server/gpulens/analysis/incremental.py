@@ -30,6 +30,10 @@ if TYPE_CHECKING:
     from gpulens.analysis.context import Condition
     from gpulens.analysis.engine import Analysis
 
+# a name called in a function's text (`f(`, `self.m(`, `Class(`); a plain name; a method of self
+CALLED = re.compile(r"([A-Za-z_]\w*)\s*\(")
+CALLED_NAME = re.compile(r"(?<![.\w])([A-Za-z_]\w*)\s*\(")
+CALLED_METHOD = re.compile(r"\bself\.([A-Za-z_]\w*)\s*\(")
 # a line at column 0 that continues the statement above rather than starting one
 _CONTINUES = re.compile(r"(else|elif|except|finally)\b|[)\]}]")
 _TRIPLE_QUOTE = re.compile(r"\"\"\"|'''")
@@ -169,6 +173,8 @@ class FunctionMemo:
     def __init__(self) -> None:
         self.results: dict[tuple[object, ...], FunctionResult] = {}
         self.names: dict[str, tuple[str, ...]] = {}  # function text -> names it mentions
+        # function text -> the names it calls: all, those not after a dot, methods of self
+        self.called: dict[str, tuple[frozenset[str], frozenset[str], frozenset[str]]] = {}
         self.used: set[tuple[object, ...]] = set()
 
     def names_in(self, text: str, function: ast.AST) -> tuple[str, ...]:
@@ -178,6 +184,18 @@ class FunctionMemo:
                 sorted({n.id for n in ast.walk(function) if isinstance(n, ast.Name)})
             )
         return names
+
+    def called_in(self, text: str) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
+        """The names a function's text calls: every one, those not after a dot (`f(`,
+        `Class(`), and the methods it calls on self (`self.m(`)."""
+        called = self.called.get(text)
+        if called is None:
+            called = self.called[text] = (
+                frozenset(CALLED.findall(text)),
+                frozenset(CALLED_NAME.findall(text)),
+                frozenset(CALLED_METHOD.findall(text)),
+            )
+        return called
 
     def forget_unused(self) -> None:
         """Drop what the last version did not use, so memory follows the document."""

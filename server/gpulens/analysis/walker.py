@@ -13,6 +13,7 @@ import ast
 import heapq
 import re
 from collections import defaultdict
+from collections.abc import Iterable
 
 from gpulens.analysis import frameworks as fw
 from gpulens.analysis import rules as _rules  # noqa: F401  (registers every rule)
@@ -21,7 +22,7 @@ from gpulens.analysis.context import Context, Loop
 from gpulens.analysis.definitions import CONSTRUCTORS, Definitions, flat_statements
 from gpulens.analysis.function_results import CallSites, FunctionResultsMixin, Recording
 from gpulens.analysis.guards import leaves_loop, runs_once_per_period
-from gpulens.analysis.incremental import FunctionMemo
+from gpulens.analysis.incremental import CALLED, FunctionMemo
 from gpulens.analysis.model import Finding
 from gpulens.analysis.rules.registry import CHECKS
 from gpulens.analysis.source import SourceText
@@ -114,20 +115,21 @@ class _Walker(FunctionResultsMixin):
         callees: list[set[int]] = []
         for index, (function, _, _) in enumerate(functions):
             text = "".join(lines[function.lineno - 1 : function.end_lineno])
+            # (the same functions, keystroke after keystroke: the memo keeps their names)
+            names: Iterable[str] = (
+                self.memo.called_in(text)[0] if self.memo is not None else CALLED.findall(text)
+            )
             found: set[int] = set()
-            for called in _CALLED.findall(text):
+            for called in names:
                 found |= by_name.get(called, set())
             callees.append(found - {index})
+        methods_of: defaultdict[int, list[int]] = defaultdict(list)  # class scope -> methods
+        for index, (function, scope, is_method) in enumerate(functions):
+            if is_method and function.name not in CONSTRUCTORS:
+                methods_of[id(scope)].append(index)
         for index, (function, scope, is_method) in enumerate(functions):
             if is_method and function.name in CONSTRUCTORS:
-                callees[index] |= {
-                    other
-                    for other, (_, other_scope, other_method) in enumerate(functions)
-                    if other_method
-                    and other_scope is scope
-                    and other != index
-                    and functions[other][0].name not in CONSTRUCTORS
-                }
+                callees[index].update(methods_of[id(scope)])
         callers = [0] * count
         for found in callees:
             for callee in found:
@@ -800,8 +802,6 @@ _EXPRESSION_FIELDS: dict[type[ast.AST], tuple[str, ...]] = {
 }
 
 
-# a name called in a function's text (`f(`, `self.m(`, `Class(`)
-_CALLED = re.compile(r"([A-Za-z_]\w*)\s*\(")
 # the mark of a call recorded on a guess of what it reaches
 _GUESSED = "?"
 _LOADER_KINDS = (Kind.LOADER, Kind.DEVICE_LOADER)
