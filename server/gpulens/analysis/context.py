@@ -41,6 +41,8 @@ class Loop:
     # its body takes a training step (`loss.backward()`) or draws a batch (`next(it)`):
     # a training loop, even when the program times it
     trains: bool = False
+    # names the body uses, with their counts (filled when a fix first asks)
+    names_used: dict[str, int] | None = None
     # its items are whole batches or a few distinct tensors (`for t in (x, mask)`,
     # `for k, v in batch.items()`, `for chunk in x.split(n)`), not the samples of one batch
     whole_items: bool = False
@@ -93,6 +95,7 @@ class Context:
         "deciding_exit",
         "evaluator",
         "facts",
+        "file_facts",
         "findings",
         "function",
         "imports",
@@ -125,6 +128,8 @@ class Context:
         # walking a function that only guessed calls reach: its warnings are hints
         self.likely = False
         self.clock_lines: dict[int, tuple[int, ...]] = {}  # per function: host clock reads
+        # what rules judge of the whole file, once per walk (keyed by what it depends on)
+        self.file_facts: dict[tuple[object, ...], object] = {}
         # findings that stand only if the whole file bears them out (plain data, so that a
         # function's results can be cached and replayed)
         self.pending: list[tuple[Condition, Finding]] = []

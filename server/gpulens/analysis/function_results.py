@@ -19,6 +19,7 @@ from gpulens.analysis.incremental import (
     shift_finding,
     within,
 )
+from gpulens.analysis.rules.timing import chooses_only_cuda
 from gpulens.analysis.symbols import Kind, Scope, Value
 
 if TYPE_CHECKING:
@@ -64,7 +65,7 @@ class FunctionResultsMixin:
     call_sites: dict[str, object]
     definitions: Definitions
     _recordings: list[Recording]
-    _looked_up: dict[tuple[int, int], tuple[Scope, dict[str, tuple[object, ...] | None]]]
+    _looked_up: dict[tuple[int, int], tuple[Scope, dict[str, tuple[object, Value | None]]]]
     _devices: dict[int, tuple[Scope | None, tuple[str, ...] | None]]
     _definitions_key: tuple[object, ...] | None
 
@@ -79,6 +80,9 @@ class FunctionResultsMixin:
         raise NotImplementedError
 
     def sites_of(self, function: Function, scope: Scope, is_method: bool) -> CallSites | None:
+        raise NotImplementedError
+
+    def text_of(self, function: Function) -> str:
         raise NotImplementedError
 
     def function_body(self, function: Function, enclosing: Scope, is_method: bool) -> None:
@@ -117,8 +121,7 @@ class FunctionResultsMixin:
     ) -> tuple[object, ...]:
         """Everything a function body's walk reads from outside the body."""
         assert self.memo is not None
-        lines = self.ctx.source.lines
-        text = "".join(lines[function.lineno - 1 : function.end_lineno])
+        text = self.text_of(function)
         names = self.memo.names_in(text, function)
         # an enclosing scope's names are final once its functions are walked: look each up
         # once per walk, however many functions use it
@@ -131,22 +134,14 @@ class FunctionResultsMixin:
         _, called, methods = self.memo.called_in(text)
         scope_values = []
         for name in names:
-            if name not in looked_up:
-                looked_up[name] = fingerprint(enclosing.lookup(name))
-            scope_values.append(looked_up[name])
+            found = looked_up.get(name)
+            if found is None:
+                value = enclosing.lookup(name)
+                found = looked_up[name] = (fingerprint(value), value)
+            scope_values.append(found[0])
             if name in called:
-                scope_values.append(self.returns_of(enclosing.lookup(name)))
-        devices = self._devices.get(id(enclosing), (None, None))[1]
-        if devices is None:  # GPU007 looks for any device variable in scope
-            found: list[str] = []
-            scope: Scope | None = enclosing
-            while scope is not None:
-                found.extend(
-                    n for n, v in scope.bindings.items() if v is not None and v.kind is Kind.DEVICE
-                )
-                scope = scope.parent
-            devices = tuple(sorted(found))
-            self._devices[id(enclosing)] = (enclosing, devices)
+                scope_values.append(self.returns_of(found[1]))  # type: ignore[arg-type]
+        devices = self.devices_in(enclosing)
         passed = None
         if sites is not None:
             passed = (
@@ -180,7 +175,21 @@ class FunctionResultsMixin:
             frozenset(self.evaluator.loader_classes),
             tuple(sorted(self.evaluator.step_classes.items())),
             self.definitions_key(),
+            chooses_only_cuda(self.ctx),  # which wait GPU004's fix writes
         )
+
+    def devices_in(self, scope: Scope | None) -> tuple[str, ...]:
+        """The device variables visible in ``scope`` (GPU007 looks for any), each scope's
+        own found once per walk."""
+        if scope is None:
+            return ()
+        cached = self._devices.get(id(scope))
+        if cached is not None and cached[1] is not None:
+            return cached[1]
+        own = [n for n, v in scope.bindings.items() if v is not None and v.kind is Kind.DEVICE]
+        devices = tuple(sorted({*own, *self.devices_in(scope.parent)}))
+        self._devices[id(scope)] = (scope, devices)
+        return devices
 
     def returns_of(self, value: Value | None) -> tuple[object, ...] | None:
         """For a function of the file, what calling it returns (and the parts of the tuple

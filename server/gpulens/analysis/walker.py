@@ -78,10 +78,11 @@ class _Walker(FunctionResultsMixin):
         # per walk: fingerprints of names looked up in a scope, device variables in scope
         # (keyed by the scope's id; scopes live as long as the walk)
         self._looked_up: dict[
-            tuple[int, int], tuple[Scope, dict[str, tuple[object, ...] | None]]
+            tuple[int, int], tuple[Scope, dict[str, tuple[object, Value | None]]]
         ] = {}
         self._devices: dict[int, tuple[Scope | None, tuple[str, ...] | None]] = {}
         self._definitions_key: tuple[object, ...] | None = None
+        self._texts: dict[int, str] = {}  # id of a function (alive for the walk) -> its source
 
     # -- scopes -------------------------------------------------------------------------
 
@@ -111,18 +112,20 @@ class _Walker(FunctionResultsMixin):
             if is_method and name == "__init__":
                 name = functions[index][1].name  # `Class(...)` runs its __init__
             by_name[name].add(index)
-        lines = self.ctx.source.lines
         callees: list[set[int]] = []
         for index, (function, _, _) in enumerate(functions):
-            text = "".join(lines[function.lineno - 1 : function.end_lineno])
+            text = self.text_of(function)
             # (the same functions, keystroke after keystroke: the memo keeps their names)
             names: Iterable[str] = (
                 self.memo.called_in(text)[0] if self.memo is not None else CALLED.findall(text)
             )
             found: set[int] = set()
             for called in names:
-                found |= by_name.get(called, set())
-            callees.append(found - {index})
+                indices = by_name.get(called)
+                if indices is not None:
+                    found |= indices
+            found.discard(index)
+            callees.append(found)
         methods_of: defaultdict[int, list[int]] = defaultdict(list)  # class scope -> methods
         for index, (function, scope, is_method) in enumerate(functions):
             if is_method and function.name not in CONSTRUCTORS:
@@ -172,6 +175,16 @@ class _Walker(FunctionResultsMixin):
         if not named and parameters and function.name.endswith("_step"):
             named = parameters[:1]  # `def training_step(self, data, index)`
         return f"the loop that runs {function.name}() once per batch", named
+
+    def text_of(self, function: Function) -> str:
+        """The source of a function (its def and body), as the file has it."""
+        text = self._texts.get(id(function))
+        if text is None:
+            lines = self.ctx.source.lines
+            text = self._texts[id(function)] = "".join(
+                lines[function.lineno - 1 : function.end_lineno]
+            )
+        return text
 
     def site_key(self, function: Function, scope: Scope, is_method: bool) -> str:
         """The name calls of a function are recorded under: `f`, or `Class.method`."""
@@ -380,8 +393,7 @@ class _Walker(FunctionResultsMixin):
             statement=node,
             block=self.ctx.statements,
             whole_items=_whole_items(node.target, node.iter, self.ctx.function),
-            per_epoch=self.runs_a_loader_loop(node.body),
-            trains=_trains(node.body),
+            **self.loop_facts(node),
         )
         loop.guarded = leaves_loop(node.body)  # a body that ends in break runs once
         self.ctx.loops.append(loop)
@@ -402,8 +414,7 @@ class _Walker(FunctionResultsMixin):
             None,
             statement=node,
             block=self.ctx.statements,
-            per_epoch=self.runs_a_loader_loop(node.body),
-            trains=_trains(node.body),
+            **self.loop_facts(node),
         )
         loop.guarded = leaves_loop(node.body)
         self.ctx.loops.append(loop)
@@ -648,18 +659,17 @@ class _Walker(FunctionResultsMixin):
 
     # -- loops --------------------------------------------------------------------------
 
-    def runs_a_loader_loop(self, body: list[ast.stmt]) -> bool:
-        """Whether a loop's body holds a loop over a loader (it is then an epoch loop)."""
-        pending: list[ast.AST] = list(body)
-        while pending:
-            node = pending.pop()
-            if isinstance(node, ast.For | ast.AsyncFor):
-                found = self.iterated(node.iter)
-                if found is not None and found.kind in _LOADER_KINDS:
-                    return True
-            if not isinstance(node, _DEFINITIONS):
-                pending.extend(ast.iter_child_nodes(node))
-        return False
+    def loop_facts(self, loop: ast.For | ast.AsyncFor | ast.While) -> dict[str, bool]:
+        """What a loop's body says of the loop: `per_epoch` (it holds a loop over a loader)
+        and `trains` (it takes a training step or draws the next batch)."""
+        per_epoch = any(
+            (found := self.iterated(inner.iter)) is not None and found.kind in _LOADER_KINDS
+            for inner in flat_statements(loop.body)
+            if isinstance(inner, ast.For | ast.AsyncFor)
+        )
+        # the text is quicker to search than the tree
+        text = "".join(self.ctx.source.lines[loop.lineno - 1 : loop.end_lineno])
+        return {"per_epoch": per_epoch, "trains": bool(_TRAINS.search(text))}
 
     def iterated(self, node: ast.expr) -> Value | None:
         """What a loop iterates: a loader, a GPU array, or (None) something else."""
@@ -802,6 +812,8 @@ _EXPRESSION_FIELDS: dict[type[ast.AST], tuple[str, ...]] = {
 }
 
 
+# a training step or the next batch: `loss.backward()`, `next(batches)`
+_TRAINS = re.compile(r"\.backward\s*\(|(?<![.\w])next\s*\(")
 # the mark of a call recorded on a guess of what it reaches
 _GUESSED = "?"
 _LOADER_KINDS = (Kind.LOADER, Kind.DEVICE_LOADER)
@@ -904,21 +916,6 @@ def _fed_to_a_model(function: Function) -> list[str]:
     required = [a.arg for a in (*arguments.posonlyargs, *arguments.args)]
     required = required[: len(required) - len(arguments.defaults)]
     return [p for p in required if p in fed and p not in models]
-
-
-def _trains(body: list[ast.stmt]) -> bool:
-    """A loop body that takes a training step or draws the next batch."""
-    pending: list[ast.AST] = list(body)
-    while pending:
-        node = pending.pop()
-        match node:
-            case ast.Call(func=ast.Attribute(attr="backward")):
-                return True
-            case ast.Call(func=ast.Name(id="next")):
-                return True
-        if not isinstance(node, _DEFINITIONS):
-            pending.extend(ast.iter_child_nodes(node))
-    return False
 
 
 def _enumerated(target: ast.expr) -> ast.expr:

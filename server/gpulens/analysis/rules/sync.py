@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import enum
+from collections import Counter
 
 from gpulens.analysis import frameworks as fw
 from gpulens.analysis.context import Context, Loop
@@ -396,12 +397,15 @@ def _read_elsewhere(name: str, loop: Loop, ctx: Context) -> bool:
     """Whether the loop's body uses ``name`` outside the statement being fixed."""
     if loop.statement is None or ctx.statement is None:
         return True
-    fixed = {id(n) for n in ast.walk(ctx.statement)}
-    return any(
-        isinstance(node, ast.Name) and node.id == name and id(node) not in fixed
-        for statement in getattr(loop.statement, "body", [])
-        for node in ast.walk(statement)
-    )
+    if loop.names_used is None:  # counted once per loop, however many fixes ask
+        loop.names_used = Counter(
+            node.id
+            for statement in getattr(loop.statement, "body", [])
+            for node in ast.walk(statement)
+            if isinstance(node, ast.Name)
+        )
+    here = sum(1 for n in ast.walk(ctx.statement) if isinstance(n, ast.Name) and n.id == name)
+    return loop.names_used.get(name, 0) > here
 
 
 def _is_atomic(node: ast.expr) -> bool:

@@ -156,7 +156,7 @@ def _torch_sync(ctx: Context) -> str | None:
     torch = ctx.spelled("torch", "torch")
     if torch is None:
         return None
-    if _chooses_only_cuda(ctx):
+    if chooses_only_cuda(ctx):
         return f"{torch}.cuda.synchronize()"
     device = ctx.device_variable()
     if device is not None:
@@ -164,10 +164,17 @@ def _torch_sync(ctx: Context) -> str | None:
     return f"if {torch}.cuda.is_available(): {torch}.cuda.synchronize()"
 
 
-def _chooses_only_cuda(ctx: Context) -> bool:
+def chooses_only_cuda(ctx: Context) -> bool:
     """Every device the file chooses is a CUDA device written out (`"cuda"`,
     `torch.device("cuda:1")`, `.cuda()`): none falls back to the CPU, comes from an argument
-    or a setting, or names another accelerator."""
+    or a setting, or names another accelerator. (Judged once per state of the imports.)"""
+    key = ("chooses only cuda", ctx.imports.version)
+    if key not in ctx.file_facts:
+        ctx.file_facts[key] = _scan_devices(ctx)
+    return bool(ctx.file_facts[key])
+
+
+def _scan_devices(ctx: Context) -> bool:
     for node in ast.walk(ctx.tree):
         match node:
             case ast.Call(func=func, args=arguments):
