@@ -745,6 +745,14 @@ class _Walker(FunctionResultsMixin):
         """The keys of the file's functions and methods a call of ``func`` may run."""
         definitions = self.definitions
         evaluator = self.evaluator
+        match func:
+            case ast.Attribute(attr=attr, value=base) if attr not in definitions.defining:
+                # no class of the file has such a method: only `self.net(x)`, a module of
+                # the file held by self, may still run one (its forward)
+                if "forward" not in definitions.defining or not (
+                    isinstance(base, ast.Name) and base.id == "self"
+                ):
+                    return []
         callee = evaluator.value(func)
         if callee is not None:
             if callee.kind is Kind.FUNCTION and callee.origin is not None:
