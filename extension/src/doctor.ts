@@ -23,14 +23,15 @@ class DoctorDocuments implements vscode.TextDocumentContentProvider {
   }
 }
 
-function runDoctor(python: string, cwd: string | undefined, token: vscode.CancellationToken): Promise<string> {
+/** `cwd` is the extension's private folder: with `-P`, nothing in the workspace is importable. */
+function runDoctor(python: string, cwd: string, token: vscode.CancellationToken): Promise<string> {
   return new Promise((resolve) => {
     const child = execFile(
       python,
-      ['-m', 'gpulens', 'doctor'],
+      ['-P', '-m', 'gpulens', 'doctor'],
       { cwd, timeout: 120_000, maxBuffer: 8 * 1024 * 1024, env: { ...process.env, NO_COLOR: '1' } },
       (error, stdout, stderr) => {
-        const header = `$ ${python} -m gpulens doctor\n\n`;
+        const header = `$ ${python} -P -m gpulens doctor\n\n`;
         const code = error && typeof (error as { code?: unknown }).code === 'number' ? (error as { code: number }).code : 0;
         if (error && !stdout) {
           resolve(`${header}The environment check did not run: ${stderr.trim() || error.message}\n`);
@@ -53,7 +54,7 @@ export function registerEnvironmentCheck(command: string, server: ServerSupervis
       try {
         const text = await vscode.window.withProgress(
           { location: vscode.ProgressLocation.Notification, title: 'gpulens: checking the environment…', cancellable: true },
-          (_progress, token) => runDoctor(python, vscode.workspace.workspaceFolders?.[0]?.uri.fsPath, token),
+          (_progress, token) => runDoctor(python, server.workDir, token),
         );
         documents.set(uri, text);
         const document = await vscode.workspace.openTextDocument(uri);

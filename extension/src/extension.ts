@@ -12,7 +12,7 @@ import { createLogChannel, logChannel, traceInfo } from './logging';
 import { registerNotebookProfiling } from './notebook';
 import { CellProfiler, PROFILE_AT_COMMAND } from './profiler';
 import { ProfileView } from './profileView';
-import { initializePython, onDidChangeInterpreter } from './python';
+import { initializePython, onDidChangeInterpreter, privateDirectory } from './python';
 import { ServerSupervisor } from './server';
 import { affectsServer } from './settings';
 import { ENVIRONMENT_CHECK_COMMAND, GpuStatusBar } from './statusBar';
@@ -34,7 +34,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       return next(command, args);
     },
   };
-  server = new ServerSupervisor(middleware);
+  server = new ServerSupervisor(middleware, privateDirectory(context.globalStorageUri));
   context.subscriptions.push(
     server,
     view,

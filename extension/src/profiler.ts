@@ -176,7 +176,8 @@ export class CellProfiler implements vscode.Disposable {
     }
     const settings = readSettings(document.uri);
     const python = this.server.python ?? (await resolveInterpreter(document.uri)).command;
-    const args = ['-m', 'gpulens', 'profile', document.uri.fsPath, '--line', String(line + 1), '--format', 'json'];
+    // -P: gpulens itself imports nothing from the folder; the profiled script still sees its own
+    const args = ['-P', '-m', 'gpulens', 'profile', document.uri.fsPath, '--line', String(line + 1), '--format', 'json'];
     args.push('--timeout', String(settings.profileTimeoutSeconds));
     if (settings.profilePython) args.push('--python', settings.profilePython);
     const folder = vscode.workspace.getWorkspaceFolder(document.uri)?.uri.fsPath ?? path.dirname(document.uri.fsPath);

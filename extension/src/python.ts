@@ -1,9 +1,11 @@
 /**
  * Which Python runs the language server: `gpulens.python`, else the interpreter selected in the
- * Python extension (through its public API), else `python3`; and whether gpulens is in it.
+ * Python extension (through its public API), else `python3`; whether gpulens is in it; and how
+ * every Python the extension starts is kept from importing the workspace's modules.
  */
 
 import { execFile } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
 import * as path from 'node:path';
 import { PythonExtension } from '@vscode/python-extension';
 import * as vscode from 'vscode';
@@ -72,17 +74,47 @@ export async function resolveInterpreter(resource?: vscode.Uri): Promise<Interpr
   return { command: FALLBACK_PYTHON, source: 'default' };
 }
 
+/**
+ * `python -m` and `python -c` put their working directory first on `sys.path`: started in the
+ * workspace, the repository's `json.py` or `pygls/` would run. So every Python the extension
+ * starts runs in this folder (the extension's global storage: the user's own, never shared)
+ * and with `-P` (gpulens needs Python 3.11, which has it). Made on first use, mode 0700.
+ */
+export function privateDirectory(storage: vscode.Uri): string {
+  mkdirSync(storage.fsPath, { recursive: true, mode: 0o700 });
+  return storage.fsPath;
+}
+
+/** The first Python with `-P` (safe path), which gpulens requires anyway. */
+const SAFE_PATH_PYTHON: [number, number] = [3, 11];
+
 export type GpulensCheck =
   | { ok: true; version: string }
   | { ok: false; reason: 'no-python' | 'no-gpulens' | 'failed'; detail: string };
 
-/** Runs `python -c "import gpulens"` to tell a missing interpreter from a missing package. */
-export function checkGpulens(python: string): Promise<GpulensCheck> {
-  const probe = 'import sys, gpulens; sys.stdout.write(gpulens.__version__)';
+/**
+ * Runs `python -c "import gpulens"` (in `cwd`, off the workspace) to tell a missing interpreter
+ * from a missing package. PYTHONSAFEPATH and the first line keep the cwd off `sys.path` on any
+ * Python version.
+ */
+export function checkGpulens(python: string, cwd: string): Promise<GpulensCheck> {
+  const probe = [
+    'import sys',
+    'if sys.path[:1] == [""]: del sys.path[0]',
+    'import gpulens',
+    'sys.stdout.write(gpulens.__version__ + " %d.%d" % sys.version_info[:2])',
+  ].join('\n');
+  const options = { cwd, env: { ...process.env, PYTHONSAFEPATH: '1' }, timeout: 30_000, windowsHide: true };
   return new Promise((resolve) => {
-    execFile(python, ['-c', probe], { timeout: 30_000, windowsHide: true }, (error, stdout, stderr) => {
+    execFile(python, ['-c', probe], options, (error, stdout, stderr) => {
       if (!error) {
-        resolve({ ok: true, version: stdout.trim() });
+        const [version, pythonVersion = ''] = stdout.trim().split(' ');
+        const [major, minor] = pythonVersion.split('.').map(Number);
+        if (major < SAFE_PATH_PYTHON[0] || (major === SAFE_PATH_PYTHON[0] && minor < SAFE_PATH_PYTHON[1])) {
+          resolve({ ok: false, reason: 'failed', detail: `gpulens needs Python ${SAFE_PATH_PYTHON.join('.')} or newer; ${python} is Python ${pythonVersion}` });
+          return;
+        }
+        resolve({ ok: true, version });
         return;
       }
       const code = (error as NodeJS.ErrnoException).code;

@@ -51,7 +51,14 @@ export class ServerSupervisor implements vscode.Disposable {
   readonly onDidChangeClient = this.clientChanged.event;
   private readonly subscriptions: vscode.Disposable[] = [];
 
-  constructor(private readonly middleware: Middleware) {
+  /**
+   * `middleware`: the client's hooks; `workDir`: the private folder every Python it starts runs
+   * in (see `privateDirectory`).
+   */
+  constructor(
+    private readonly middleware: Middleware,
+    readonly workDir: string,
+  ) {
     this.subscriptions.push(
       this.stateChanged,
       this.statusReceived,
@@ -144,17 +151,18 @@ export class ServerSupervisor implements vscode.Disposable {
     this.setState({ kind: 'starting', python });
     traceInfo(`Python for the language server: ${python} (${interpreter.source})`);
 
-    const check = await checkGpulens(python);
+    const check = await checkGpulens(python, this.workDir);
     if (!check.ok) {
       this.reportMissing(python, check.reason, check.detail);
       return;
     }
 
+    // -P and a private cwd: nothing in the workspace is importable by the server itself
     const serverOptions: ServerOptions = {
       command: python,
-      args: ['-m', 'gpulens', 'serve'],
+      args: ['-P', '-m', 'gpulens', 'serve'],
       options: {
-        cwd: vscode.workspace.workspaceFolders?.[0]?.uri.fsPath,
+        cwd: this.workDir,
         env: { ...process.env, PYTHONUNBUFFERED: '1', PYTHONIOENCODING: 'utf-8' },
       },
     };
@@ -167,6 +175,8 @@ export class ServerSupervisor implements vscode.Disposable {
       ],
       outputChannel: logChannel(),
       revealOutputChannelOn: RevealOutputChannelOn.Never,
+      // the server runs no interpreter named in settings unless the folder is trusted; a grant
+      // of trust restarts the server (extension.ts), so this is never stale
       initializationOptions: { [SECTION]: serverSettings(), workspaceTrusted: vscode.workspace.isTrusted },
       synchronize: { configurationSection: SECTION },
       middleware: this.middleware,

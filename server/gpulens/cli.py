@@ -8,16 +8,18 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
 from gpulens import __version__
+from gpulens.commands._usage import OneLineParser
 
 SUBCOMMANDS = ("check", "serve", "status", "doctor", "profile")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="gpulens",
         description="See and fix what your Python code does to the GPU.",
     )
@@ -32,15 +34,26 @@ def build_parser() -> argparse.ArgumentParser:
             continue  # a subcommand that is not part of this build
         command = sub.add_parser(name, help=module.HELP, description=module.HELP)
         module.add_arguments(command)
-        command.set_defaults(run=module.run)
+        command.set_defaults(run=module.run, parser=command)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
     if not getattr(args, "run", None):
         parser.print_help(sys.stderr)
+        return 2
+    if unknown:  # said by the subcommand, whose --help lists its options
+        args.parser.error(f"unrecognized arguments: {' '.join(unknown)}")
+    try:
+        os.getcwd()
+    except FileNotFoundError:
+        print(
+            f"gpulens {args.command}: error: the current folder no longer exists; "
+            "cd to an existing folder and run it again",
+            file=sys.stderr,
+        )
         return 2
     try:
         return int(args.run(args) or 0)

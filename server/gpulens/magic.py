@@ -6,23 +6,35 @@ The cell runs in the user's namespace; the result is displayed as one bundle:
 (a table) and `text/plain`. Line numbers are the notebook cell's own: line 1 is the
 `%%gpulens` line, so the body starts at line 2. The capture backend releases CUPTI and the
 line hooks in all cases; a cell that raises is still reported, then its exception is
-raised again so "run all" stops as it would without the magic.
+raised again so "run all" stops as it would without the magic. A line the magic cannot
+read raises IPython's UsageError, which stops "run all" too, and runs nothing.
 """
 
 from __future__ import annotations
 
 import argparse
 import shlex
-from typing import Any
+from typing import Any, NoReturn
 
 MIME = "application/vnd.gpulens.profile+json"
 _USAGE = "usage: %%gpulens [--backend auto|cupti|torch|host]  |  %gpulens status"
 
 
-def _parse(line: str) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="%%gpulens", add_help=False, exit_on_error=False)
+class _Parser(argparse.ArgumentParser):
+    """argparse that raises what it finds wrong instead of printing it and exiting."""
+
+    def error(self, message: str) -> NoReturn:
+        raise ValueError(message)
+
+
+def parse_options(line: str) -> argparse.Namespace:
+    """The `%%gpulens` line's options; ValueError says what is wrong with it."""
+    parser = _Parser(prog="%%gpulens", add_help=False, exit_on_error=False)
     parser.add_argument("--backend", choices=("auto", "cupti", "torch", "host"), default="auto")
-    return parser.parse_args(shlex.split(line))
+    try:
+        return parser.parse_args(shlex.split(line))
+    except argparse.ArgumentError as error:
+        raise ValueError(str(error)) from error
 
 
 def profile_cell_in_kernel(
@@ -39,7 +51,7 @@ def profile_cell_in_kernel(
     filename = shell.compile.cache(source, number)  # tracebacks show the cell's source
     code = compile(source, filename, "exec", shell.compile.flags, dont_inherit=True)
     capture = profile_code(code, shell.user_ns, backend)
-    attributed = attribute_records(capture.events, capture.records)
+    attributed = attribute_records(capture.timeline, capture.records)
     lines = body.splitlines()
     payload = build_payload(
         attributed,
@@ -74,6 +86,7 @@ def show_status() -> None:
 
 
 def _make_magics() -> Any:
+    from IPython.core.error import UsageError
     from IPython.core.magic import Magics, line_cell_magic, magics_class
 
     @magics_class
@@ -83,14 +96,15 @@ def _make_magics() -> Any:
             if cell is None:
                 if line.strip() == "status":
                     show_status()
+                elif line.strip():
+                    raise UsageError(f"%gpulens does not know {line.strip()!r}; {_USAGE}")
                 else:
                     print(_USAGE)
                 return
             try:
-                options = _parse(line)
-            except (argparse.ArgumentError, SystemExit, ValueError):
-                print(_USAGE)
-                return
+                options = parse_options(line)
+            except ValueError as error:
+                raise UsageError(f"{error}; the cell did not run. {_USAGE}") from None
             from IPython.display import display
 
             payload, raised = profile_cell_in_kernel(self.shell, cell, options.backend)

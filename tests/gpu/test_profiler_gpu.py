@@ -53,7 +53,7 @@ def profile(
         handle.write(source)
     code = compile(source, filename, "exec")
     capture = profile_code(code, namespace, backend)
-    attributed = attribute_records(capture.events, capture.records)
+    attributed = attribute_records(capture.timeline, capture.records)
     payload = build_payload(
         attributed,
         source={"path": filename, "cell": None, "first_line": 1},
@@ -65,14 +65,15 @@ def profile(
         timings=capture.timings,
     )
     folder = os.environ.get("GPULENS_FIXTURE_DIR")
-    if folder:
+    events = capture.line_events()  # None for a cell long enough to fold its timeline
+    if folder and events is not None:
         os.makedirs(folder, exist_ok=True)
         fixture = {
             "name": name,
             "filename": filename,
             "source": source,
             "backend": capture.backend,
-            "events": capture.events,
+            "events": events,
             "records": capture.records,
             "gpus": capture.gpus,
             "error": capture.error,
@@ -409,3 +410,42 @@ def test_cli_profiles_the_demo_cell_with_cupti(tmp_path: Any) -> None:
     assert item["hits"] == 200  # STEPS in the demo
     assert item["syncs"]["count"] == item["hits"]
     assert payload["unattributed"]["kernels"] == 0
+
+
+LONG_LOOP = """
+total = 0
+for i in range(steps):
+    total += i
+    if i % every == 0:
+        y = x * 2  # launch
+torch.cuda.synchronize()
+"""
+
+
+@needs_cupti
+@pytest.mark.parametrize("backend", ["cupti", "torch"])
+def test_a_long_python_loop_keeps_memory_flat_and_its_launches_on_their_line(
+    torch: Any, backend: str
+) -> None:
+    """3M line events with a launch every 100k iterations: the line timeline is folded
+    dozens of times and its oldest segments dropped (after CUPTI's completed buffers are
+    placed); every kernel still lands on the launching line, and memory stays flat."""
+    import resource
+
+    steps, every = 1_500_000, 100_000
+    namespace = {"torch": torch, "x": torch.ones(1000, device="cuda"), "steps": steps}
+    namespace["every"] = every
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    capture, payload, lines = profile(f"long_loop_{backend}", LONG_LOOP, namespace, backend)
+    grew_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+    print(f"[long_loop_{backend}] peak grew {grew_mb:.1f} MB")
+    assert capture.backend == backend, capture.warnings
+    assert capture.timings["folds"] > 10
+    assert capture.timeline["retained_from"] > capture.timeline["start"]  # segments dropped
+    launch = lines[line_of(LONG_LOOP, "# launch")]
+    assert launch["hits"] == steps // every
+    assert launch["kernels"]["count"] == steps // every
+    assert sum(line["kernels"]["count"] for line in payload["lines"]) == steps // every
+    assert payload["unattributed"]["kernels"] == 0
+    assert lines[line_of(LONG_LOOP, "total += i")]["hits"] == steps
+    assert grew_mb <= 50

@@ -14,4 +14,4 @@ def test_entry_point_gives_a_spec_whose_command_starts_the_server() -> None:
         [*spec["argv"], "--help"], capture_output=True, text=True, timeout=60, check=False
     )
     assert done.returncode == 0, done.stderr
-    assert "--tcp" in done.stdout
+    assert "stdio" in done.stdout

@@ -211,6 +211,42 @@ def offset_of(text: str, position: types.Position) -> int:
     return before + len(line.rstrip("\r\n"))
 
 
+def position_of(text: str, offset: int) -> types.Position:
+    """The LSP position (UTF-16 columns) of a string offset."""
+    start = 0
+    for line, piece in enumerate(lsp_lines(text)):
+        if offset <= start + len(piece.rstrip("\r\n")):
+            units = len(text[start:offset].encode("utf-16-le", "surrogatepass")) // 2
+            return types.Position(line=line, character=units)
+        start += len(piece)
+    raise AssertionError(f"offset {offset} is past the text")
+
+
+def snap(text: str, offset: int) -> int:
+    """Never between the two characters of a \\r\\n (LSP cannot point there)."""
+    if 0 < offset < len(text) and text[offset - 1] == "\r" and text[offset] == "\n":
+        return offset - 1
+    return offset
+
+
+def send_change(
+    client: RecordingClient, uri: str, version: int, *, old: str, span: tuple[int, int], new: str
+) -> None:
+    """Replace ``span`` (string offsets into ``old``) by ``new``, as one incremental change."""
+    start, end = span
+    client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+            content_changes=[
+                types.TextDocumentContentChangePartial(
+                    range=types.Range(start=position_of(old, start), end=position_of(old, end)),
+                    text=new,
+                )
+            ],
+        )
+    )
+
+
 def text_in(text: str, lsp_range: types.Range) -> str:
     return text[offset_of(text, lsp_range.start) : offset_of(text, lsp_range.end)]
 
@@ -268,7 +304,8 @@ async def code_actions(
 class RawServer:
     """`gpulens serve` driven byte by byte, for what a well-behaved client never sends."""
 
-    def __init__(self) -> None:
+    def __init__(self, stderr: Any = None) -> None:
+        """``stderr``: a file for the server's stderr (default: thrown away)."""
         import queue
         import subprocess
         import threading
@@ -277,7 +314,7 @@ class RawServer:
             SERVER_COMMAND,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
+            stderr=stderr if stderr is not None else subprocess.DEVNULL,
         )
         self._messages: queue.Queue[dict[str, Any]] = queue.Queue()
         self._next_id = 0
@@ -303,9 +340,33 @@ class RawServer:
             self._messages.put(json.loads(stream.read(length)))
 
     def send_bytes(self, body: bytes) -> None:
+        self.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+
+    def write(self, data: bytes) -> None:
+        """Bytes as they are, framed or not."""
         assert self.proc.stdin is not None
-        self.proc.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        self.proc.stdin.write(data)
         self.proc.stdin.flush()
+
+    def collect(
+        self, wanted: Callable[[dict[str, Any]], bool], timeout: float = TIMEOUT_S
+    ) -> list[dict[str, Any]]:
+        """Every message received until one satisfies ``wanted`` (it included), answering
+        the server's own requests with null on the way."""
+        import queue
+
+        received: list[dict[str, Any]] = []
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                message = self._messages.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                raise AssertionError(f"nothing wanted arrived in {timeout}s") from None
+            received.append(message)
+            if "method" in message and "id" in message:
+                self.send({"id": message["id"], "result": None})
+            if wanted(message):
+                return received
 
     def send(self, message: dict[str, Any]) -> None:
         import json
@@ -320,21 +381,16 @@ class RawServer:
     ) -> dict[str, Any]:
         """Send a request and return its response (result or error), answering the server's
         own requests with null on the way."""
-        import queue
-
         self._next_id += 1
         request_id = self._next_id
         self.send({"id": request_id, "method": method, "params": params})
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                message = self._messages.get(timeout=max(0.0, deadline - time.monotonic()))
-            except queue.Empty:
-                raise AssertionError(f"no answer to {method} in {timeout}s") from None
-            if message.get("id") == request_id and "method" not in message:
-                return message
-            if "method" in message and "id" in message:
-                self.send({"id": message["id"], "result": None})
+        try:
+            received = self.collect(
+                lambda m: m.get("id") == request_id and "method" not in m, timeout
+            )
+        except AssertionError:
+            raise AssertionError(f"no answer to {method} in {timeout}s") from None
+        return received[-1]
 
     def initialize(self) -> dict[str, Any]:
         params = {"processId": None, "rootUri": None, "capabilities": {}}

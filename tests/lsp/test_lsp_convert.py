@@ -5,14 +5,14 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from lsp_helpers import apply_text_edits, lsp_lines
+from lsp_helpers import apply_text_edits, lsp_lines, offset_of
 from lsprotocol import types
 from pygls.workspace.position_codec import PositionCodec
 
 from gpulens.analysis import Span
 from gpulens.analysis.config import suppression_edit
 from gpulens.lsp.code_actions import wanted
-from gpulens.lsp.convert import LineIndex, edits_to_text_edits, minimal_replacement
+from gpulens.lsp.convert import LineIndex, edits_to_text_edits, minimal_replacement, offset_at
 from gpulens.lsp.settings import merge, parse_settings, settings_from_initialization_options
 
 texts = st.text(alphabet=st.sampled_from(list("ab \t\n\r😀é\ud800#")), max_size=40)
@@ -35,6 +35,22 @@ def test_positions_survive_the_round_trip(text: str, data: st.DataObject) -> Non
         line = data.draw(st.integers(0, len(lines) - 1))
         column = data.draw(st.integers(0, len(lines[line].rstrip("\r\n"))))
         assert index.from_client(index.to_client(line, column)) == (line, column)
+
+
+@settings(max_examples=500)
+@given(
+    text=st.text(alphabet=st.sampled_from(list("ab \n\r\f\v\x85\u2028😀é")), max_size=40),
+    line=st.integers(0, 30),
+    character=st.integers(0, 30),
+)
+def test_offsets_of_positions_are_clamped_as_lsp_clamps_them(
+    text: str, line: int, character: int
+) -> None:
+    # past a line's end is its end, past the last line is the text's end; only \n, \r\n
+    # and \r end a line
+    position = types.Position(line=line, character=character)
+    codec = PositionCodec(types.PositionEncodingKind.Utf16)
+    assert offset_at(text, position, codec) == offset_of(text, position)
 
 
 def test_utf16_counts_astral_characters_twice() -> None:

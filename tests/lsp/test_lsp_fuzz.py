@@ -13,12 +13,13 @@ from lsp_helpers import (
     LOOP_SYNC,
     RecordingClient,
     code_actions,
-    lsp_lines,
     open_document,
+    position_of,
+    send_change,
+    snap,
     still_answers,
     wait_for_published,
 )
-from lsprotocol import types
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -52,42 +53,6 @@ edit = st.tuples(
     st.integers(min_value=0, max_value=40),  # how much to replace
     st.lists(st.sampled_from(PIECES), max_size=6).map("".join),  # by what
 )
-
-
-def position_of(text: str, offset: int) -> types.Position:
-    """The LSP position (UTF-16 columns) of a string offset."""
-    start = 0
-    for line, piece in enumerate(lsp_lines(text)):
-        if offset <= start + len(piece.rstrip("\r\n")):
-            units = len(text[start:offset].encode("utf-16-le", "surrogatepass")) // 2
-            return types.Position(line=line, character=units)
-        start += len(piece)
-    raise AssertionError(f"offset {offset} is past the text")
-
-
-def snap(text: str, offset: int) -> int:
-    """Never between the two characters of a \\r\\n (LSP cannot point there)."""
-    if 0 < offset < len(text) and text[offset - 1] == "\r" and text[offset] == "\n":
-        return offset - 1
-    return offset
-
-
-def send_change(
-    client: RecordingClient, uri: str, version: int, *, old: str, span: tuple[int, int], new: str
-) -> None:
-    """Replace ``span`` (string offsets into ``old``) by ``new``, as one incremental change."""
-    start, end = span
-    client.text_document_did_change(
-        types.DidChangeTextDocumentParams(
-            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
-            content_changes=[
-                types.TextDocumentContentChangePartial(
-                    range=types.Range(start=position_of(old, start), end=position_of(old, end)),
-                    text=new,
-                )
-            ],
-        )
-    )
 
 
 @settings(

@@ -354,6 +354,15 @@ async def test_cancelling_the_progress_stops_the_cell_and_keeps_what_ran(
     assert any("was cancelled" in m for m in messages_since(client, shown))
 
 
+async def test_a_cell_runs_in_the_folder_of_its_file(client: ProfilingClient, folder: Path) -> None:
+    """As editors run a cell, and whatever folder the server itself was started in."""
+    uri = uri_in(folder, "where.py")
+    open_document(client, uri, "# %%\nimport os\nprint(os.getcwd())\n")
+    payload = await profile(client, uri, 1)
+    assert payload["error"] is None
+    assert payload["output"].strip() == str(folder)
+
+
 async def test_a_line_past_the_end_gives_a_payload_error_and_a_message(
     client: ProfilingClient, folder: Path
 ) -> None:

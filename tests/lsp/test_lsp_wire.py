@@ -3,13 +3,12 @@ sends (errors come back, the server stays up)."""
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
 from collections.abc import Iterator
 
 import pytest
-from lsp_helpers import SERVER_COMMAND, TIMEOUT_S, RawServer
+from lsp_helpers import RawServer
 
 
 @pytest.fixture
@@ -74,57 +73,6 @@ def test_broken_json_and_bytes_are_survived(raw: RawServer) -> None:
     raw.send_bytes(b"[]")
     raw.send_bytes(b'"just a string"')
     assert_alive(raw)
-
-
-def test_serve_rejects_a_bad_tcp_address() -> None:
-    done = subprocess.run(
-        [*SERVER_COMMAND, "--tcp", "nonsense"],
-        check=False,
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
-    assert done.returncode == 2
-    assert "HOST:PORT" in done.stderr
-
-
-def test_serve_over_tcp_answers_initialize() -> None:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    proc = subprocess.Popen(
-        [*SERVER_COMMAND, "--tcp", f"127.0.0.1:{port}"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        connection = _connect(port)
-        body = b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"capabilities":{}}}'
-        connection.sendall(b"Content-Length: %d\r\n\r\n" % len(body) + body)
-        connection.settimeout(TIMEOUT_S)
-        received = b""
-        while b'"id": 1' not in received and b'"id":1' not in received:
-            chunk = connection.recv(65536)
-            assert chunk, "connection closed before the answer"
-            received += chunk
-        assert b"capabilities" in received
-        connection.close()
-    finally:
-        proc.kill()
-        proc.wait()
-
-
-def _connect(port: int) -> socket.socket:
-    import time
-
-    deadline = time.monotonic() + TIMEOUT_S
-    while True:
-        try:
-            return socket.create_connection(("127.0.0.1", port), timeout=1)
-        except OSError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.05)
 
 
 def test_serve_help_is_fast_and_light() -> None:

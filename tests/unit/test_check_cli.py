@@ -464,7 +464,7 @@ def test_fix_refuses_an_edit_that_breaks_the_file(
     # that offers one is put in place of the rules to drive the command's guard against it.
     from gpulens.analysis import walker
 
-    def breaking_walk(tree, source, config, memo=None):  # type: ignore[no-untyped-def]
+    def breaking_walk(tree, source, config, memo=None, repaired=frozenset()):  # type: ignore[no-untyped-def]
         if not any(isinstance(n, ast.Call) for n in ast.walk(tree)):
             return [], []
         edit = Edit(source.span(tree.body[0]), "def (:")

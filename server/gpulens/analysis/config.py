@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import tomllib
 from collections.abc import Iterable, Mapping
@@ -127,10 +128,11 @@ def config_from_mapping(table: Mapping[str, object], what: str = "[tool.gpulens]
 
 def find_pyproject(start: Path) -> Path | None:
     """The nearest pyproject.toml at or above ``start`` that has a `[tool.gpulens]` table."""
-    here = start if start.is_dir() else start.parent
+    # os.path's tests never raise: a folder we may not enter simply holds no pyproject.toml
+    here = start if os.path.isdir(start) else start.parent
     for folder in (here, *here.parents):
         candidate = folder / "pyproject.toml"
-        if candidate.is_file():
+        if os.path.isfile(candidate):
             try:
                 text = candidate.read_text(encoding="utf-8")
             except (OSError, UnicodeDecodeError):

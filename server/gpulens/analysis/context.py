@@ -90,6 +90,7 @@ class ModuleFacts:
 
 class Context:
     __slots__ = (
+        "_tree",
         "clock_lines",
         "config",
         "deciding_exit",
@@ -101,16 +102,19 @@ class Context:
         "imports",
         "likely",
         "loops",
+        "outside_reads",
         "pending",
         "source",
         "statement",
         "statements",
         "timers",
-        "tree",
     )
 
     def __init__(self, source: SourceText, config: Config, tree: ast.Module) -> None:
-        self.tree = tree
+        self._tree = tree
+        # how often a rule read the whole module (see `module_tree`): a function body whose
+        # walk did cannot be replayed from the memo, which keys only what the body reads
+        self.outside_reads = 0
         self.source = source
         self.config = config
         self.imports = Imports()
@@ -133,6 +137,19 @@ class Context:
         # findings that stand only if the whole file bears them out (plain data, so that a
         # function's results can be cached and replayed)
         self.pending: list[tuple[Condition, Finding]] = []
+
+    # -- the whole file -----------------------------------------------------------------
+
+    def module_tree(self) -> ast.Module:
+        """The whole module's tree. Rules reach past the current node's function only
+        through this and `module_text`, so that the function's result is not memoized."""
+        self.outside_reads += 1
+        return self._tree
+
+    def module_text(self) -> str:
+        """The whole file's text (see `module_tree`)."""
+        self.outside_reads += 1
+        return self.source.text
 
     # -- values -------------------------------------------------------------------------
 

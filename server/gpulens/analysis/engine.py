@@ -54,8 +54,8 @@ def analyze(
 
     source = SourceText(text)
     with _collector_paused():
-        tree, problem = (blocks or BlockParser()).parse(text)
-        findings, notes = walk_module(tree, source, config, memo)
+        tree, problem, repaired = (blocks or BlockParser()).parse(text)
+        findings, notes = walk_module(tree, source, config, memo, repaired)
     table = suppressions(source.lines)
     kept = [f for f in findings if config.enabled(f.code) and not is_suppressed(f, table)]
     kept = [

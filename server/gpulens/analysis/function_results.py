@@ -2,8 +2,8 @@
 
 The walker asks `function_body` to walk each function; with a memo it first looks for a
 result recorded under a key of everything the body's walk reads from outside the body, and
-replays it (findings, pending findings, what the body passes to other functions, the facts
-and `self.x` attributes it sets) instead of walking.
+replays it (findings, pending findings, what the body passes to other functions, the facts,
+`self.x` attributes, imports and module, loader and step classes it sets) instead of walking.
 """
 
 from __future__ import annotations
@@ -51,6 +51,11 @@ class Recording:
     uses_gpu: bool
     reduced_precision: bool
     self_bindings: dict[str, Value | None]
+    aliases: dict[str, str]  # the imports' bindings at the start
+    module_classes: frozenset[str]
+    loader_classes: frozenset[str]
+    step_classes: dict[str, str]
+    outside_reads: int
     calls: list[tuple[str, tuple[tuple[int | str, Value | None], ...], str | None]] = field(
         default_factory=list
     )
@@ -62,12 +67,13 @@ class FunctionResultsMixin:
     ctx: Context
     evaluator: Evaluator
     memo: FunctionMemo | None
+    repaired: frozenset[int]  # lines whose parse is not their text
     call_sites: dict[str, object]
     definitions: Definitions
     _recordings: list[Recording]
     _looked_up: dict[tuple[int, int], tuple[Scope, dict[str, tuple[object, Value | None]]]]
-    _devices: dict[int, tuple[Scope | None, tuple[str, ...] | None]]
-    _definitions_key: tuple[object, ...] | None
+    _devices: dict[int, tuple[Scope, tuple[str, ...]]]
+    _file_key: tuple[object, ...] | None
 
     def walk_function(
         self, function: Function, enclosing: Scope, is_method: bool, sites: object
@@ -87,31 +93,38 @@ class FunctionResultsMixin:
 
     def function_body(self, function: Function, enclosing: Scope, is_method: bool) -> None:
         sites = self.sites_of(function, enclosing, is_method)
-        if self.memo is None:
+        first = function.lineno - 1
+        last = (function.end_lineno or function.lineno) - 1
+        if self.memo is None or any(first <= line <= last for line in self.repaired):
+            # a repaired body was walked as other text than its own: its text cannot key it
             self.walk_function(function, enclosing, is_method, sites)
             return
+        evaluator = self.evaluator
         key = self.memo_key(function, enclosing, is_method, sites)
-        first = function.lineno - 1
         cached = self.memo.results.get(key)
         if cached is not None:
             self.memo.used.add(key)
             self.replay(cached, first, enclosing)
             return
+        ctx = self.ctx
         recording = Recording(
-            len(self.ctx.findings),
-            len(self.ctx.pending),
-            self.ctx.facts.uses_gpu,
-            self.ctx.facts.reduced_precision,
+            len(ctx.findings),
+            len(ctx.pending),
+            ctx.facts.uses_gpu,
+            ctx.facts.reduced_precision,
             _self_bindings(enclosing),
+            dict(ctx.imports.aliases),
+            frozenset(evaluator.module_classes),
+            frozenset(evaluator.loader_classes),
+            dict(evaluator.step_classes),
+            ctx.outside_reads,
         )
         self._recordings.append(recording)
         try:
             self.walk_function(function, enclosing, is_method, sites)
         finally:
             self._recordings.pop()
-        result = self.result_of(
-            recording, first, (function.end_lineno or function.lineno) - 1, enclosing
-        )
+        result = self.result_of(recording, first, last, enclosing)
         if result is not None:
             self.memo.results[key] = result
             self.memo.used.add(key)
@@ -124,24 +137,27 @@ class FunctionResultsMixin:
         text = self.text_of(function)
         names = self.memo.names_in(text, function)
         # an enclosing scope's names are final once its functions are walked: look each up
-        # once per walk, however many functions use it
-        # the entry holds the scope itself, so that its id cannot be reused by a new scope
-        # (what the file's functions return is judged under the imports seen so far)
-        looked_up = self._looked_up.setdefault(
-            (id(enclosing), self.ctx.imports.version), (enclosing, {})
-        )[1]
+        # once per walk (and state of the imports, which what the file's functions return
+        # is judged under), however many functions use it
+        entry = self._looked_up.get((id(enclosing), self.ctx.imports.version))
+        if entry is None:
+            # names are looked up as the body does, from a scope of its own: a class's
+            # attributes are not seen from its methods. The probe scope holds the enclosing
+            # one, so that its id cannot be reused by a new scope during the walk.
+            entry = (Scope("function", "", enclosing), {})
+            self._looked_up[(id(enclosing), self.ctx.imports.version)] = entry
+        probe, looked_up = entry
         # what a callee returns matters only where the body calls it (`name(`, `self.name(`)
         _, called, methods = self.memo.called_in(text)
         scope_values = []
         for name in names:
             found = looked_up.get(name)
             if found is None:
-                value = enclosing.lookup(name)
+                value = probe.lookup(name)
                 found = looked_up[name] = (fingerprint(value), value)
             scope_values.append(found[0])
             if name in called:
                 scope_values.append(self.returns_of(found[1]))  # type: ignore[arg-type]
-        devices = self.devices_in(enclosing)
         passed = None
         if sites is not None:
             passed = (
@@ -154,11 +170,12 @@ class FunctionResultsMixin:
                 sites.hot_call,
                 sites.guessed,
             )
+        evaluator = self.evaluator
         return (
             text,
             is_method,
             tuple(scope_values),
-            devices,
+            self.devices_in(enclosing),
             tuple(
                 sorted(
                     (
@@ -170,24 +187,30 @@ class FunctionResultsMixin:
                 )
             ),
             passed,
-            tuple(sorted(self.ctx.imports.aliases.items())),
-            frozenset(self.evaluator.module_classes),
-            frozenset(self.evaluator.loader_classes),
-            tuple(sorted(self.evaluator.step_classes.items())),
-            self.definitions_key(),
+            # in binding order: the first local name of a module is the one fixes spell
+            tuple(self.ctx.imports.aliases.items()),
+            frozenset(evaluator.module_classes),
+            frozenset(evaluator.loader_classes),
+            tuple(sorted(evaluator.step_classes.items())),
+            self.file_key(),
             chooses_only_cuda(self.ctx),  # which wait GPU004's fix writes
         )
 
     def devices_in(self, scope: Scope | None) -> tuple[str, ...]:
-        """The device variables visible in ``scope`` (GPU007 looks for any), each scope's
-        own found once per walk."""
+        """The device variables visible in ``scope``, nearest first and each in binding
+        order: GPU007 and GPU004 use the first. Each scope's own are found once per walk."""
         if scope is None:
             return ()
         cached = self._devices.get(id(scope))
-        if cached is not None and cached[1] is not None:
+        if cached is not None:
             return cached[1]
-        own = [n for n, v in scope.bindings.items() if v is not None and v.kind is Kind.DEVICE]
-        devices = tuple(sorted({*own, *self.devices_in(scope.parent)}))
+        own = [
+            n
+            for n, v in scope.bindings.items()
+            if v is not None and v.kind is Kind.DEVICE and "." not in n
+        ]
+        devices = tuple(dict.fromkeys((*own, *self.devices_in(scope.parent))))
+        # the entry holds the scope, so that its id cannot be reused by a new scope
         self._devices[id(scope)] = (scope, devices)
         return devices
 
@@ -200,27 +223,32 @@ class FunctionResultsMixin:
         parts = self.evaluator.returned_parts(value.origin)  # type: ignore[arg-type]
         return (fingerprint(returned), None if parts is None else tuple(map(fingerprint, parts)))
 
-    def definitions_key(self) -> tuple[object, ...]:
-        """The file's functions, classes, bases and methods: which of them a call reaches."""
-        if self._definitions_key is None:
+    def file_key(self) -> tuple[object, ...]:
+        """What of the whole file any body may read, once per walk: its functions, classes,
+        bases and methods (which of them a call reaches)."""
+        if self._file_key is None:
             definitions = self.definitions
-            self._definitions_key = (
+            self._file_key = (
                 tuple(sorted(definitions.functions)),
                 tuple(sorted((c, tuple(sorted(m))) for c, m in definitions.methods.items())),
                 tuple(sorted(definitions.bases.items())),
             )
-        return self._definitions_key
+        return self._file_key
 
     def result_of(
         self, recording: Recording, first: int, last: int, enclosing: Scope
     ) -> FunctionResult | None:
         ctx = self.ctx
+        evaluator = self.evaluator
+        if ctx.outside_reads != recording.outside_reads:
+            return None  # a rule read the whole module, which the key does not cover
         findings = ctx.findings[recording.findings :]
         pending = ctx.pending[recording.pending :]
         # a fix that edits outside the function (a line after the imports) cannot move with it
         if not all(within(f, first, last) for f in [*findings, *(f for _, f in pending)]):
             return None
         after = _self_bindings(enclosing)
+        before = recording.aliases
         return FunctionResult(
             first,
             list(findings),
@@ -229,10 +257,19 @@ class FunctionResultsMixin:
             ctx.facts.uses_gpu and not recording.uses_gpu,
             ctx.facts.reduced_precision and not recording.reduced_precision,
             {k: v for k, v in after.items() if recording.self_bindings.get(k, ...) is not v},
+            tuple((k, v) for k, v in ctx.imports.aliases.items() if before.get(k) != v),
+            frozenset(evaluator.module_classes - recording.module_classes),
+            frozenset(evaluator.loader_classes - recording.loader_classes),
+            tuple(
+                (k, v)
+                for k, v in evaluator.step_classes.items()
+                if recording.step_classes.get(k) != v
+            ),
         )
 
     def replay(self, result: FunctionResult, first: int, enclosing: Scope) -> None:
         ctx = self.ctx
+        evaluator = self.evaluator
         delta = first - result.first  # usually 0: most edits leave other functions in place
         ctx.findings.extend(shift_finding(f, delta) for f in result.findings)
         ctx.pending.extend((c, shift_finding(f, delta)) for c, f in result.pending)
@@ -246,7 +283,12 @@ class FunctionResultsMixin:
         for name, value in result.self_bindings.items():
             if owner is not None:
                 owner.bind(name, value)
-        self.evaluator.invalidate()
+        if result.imports:
+            ctx.imports.bind_all(result.imports)
+        evaluator.module_classes |= result.module_classes
+        evaluator.loader_classes |= result.loader_classes
+        evaluator.step_classes.update(result.step_classes)
+        evaluator.invalidate()
 
 
 def _self_bindings(scope: Scope) -> dict[str, Value | None]:

@@ -6,7 +6,10 @@ before. Two things are kept between versions:
 - the parse of each top-level block (a `def`, a `class`, a statement at column 0), keyed by
   its text; an unchanged block that moved is shifted, not parsed again;
 - the findings of each function body, keyed by its text and by everything its walk reads
-  from outside (the values of the names it uses, what the file passes it, the imports).
+  from outside (the values of the names it uses, what the functions it calls return, what
+  the file passes it, the imports, the file's classes and methods). A body whose text was
+  repaired to parse, or whose walk read the whole module or what a function returns where
+  its key did not look, is walked again each time: its key does not say what it read.
 
 The result is always what `analyze()` gives for the same text: the tests compare the two
 over random edit sequences.
@@ -23,8 +26,8 @@ from typing import TYPE_CHECKING
 
 from gpulens.analysis.config import Config
 from gpulens.analysis.model import Edit, Finding, Fix, Span
-from gpulens.analysis.source import SyntaxProblem, parse_tolerant, split_lines
-from gpulens.analysis.symbols import Value
+from gpulens.analysis.source import SyntaxProblem, parse_repaired, split_lines
+from gpulens.analysis.symbols import Value, dotted_name
 
 if TYPE_CHECKING:
     from gpulens.analysis.context import Condition
@@ -68,6 +71,8 @@ class _Block:
     tree: ast.Module
     offset: int  # the line its tree's line numbers currently start at
     problem: SyntaxProblem | None  # relative to the block's first line
+    # lines (relative) whose parse is not their text, after a repair
+    repaired: frozenset[int] = frozenset()
 
 
 class BlockParser:
@@ -81,7 +86,9 @@ class BlockParser:
         # (block text, its occurrence among equal blocks) -> its parse
         self._blocks: dict[tuple[str, int], _Block] = {}
 
-    def parse(self, text: str) -> tuple[ast.Module, SyntaxProblem | None]:
+    def parse(self, text: str) -> tuple[ast.Module, SyntaxProblem | None, frozenset[int]]:
+        """The module, its first syntax problem, and the lines whose parse is not their
+        text (a repair blanked them or lost them with their block)."""
         lines = split_lines(text)
         starts = block_starts(lines)
         starts.append(len(lines))
@@ -89,6 +96,7 @@ class BlockParser:
         seen: dict[str, int] = {}
         body: list[ast.stmt] = []
         problem: SyntaxProblem | None = None
+        repaired: set[int] = set()
         first = 0
         while first < len(starts) - 1:
             block, after = self._block(lines, starts, first, seen, kept)
@@ -98,9 +106,10 @@ class BlockParser:
             body.extend(block.tree.body)
             if problem is None and block.problem is not None:
                 problem = replace(block.problem, line=block.problem.line + block.offset)
+            repaired.update(block.offset + line for line in block.repaired)
             first = after
         self._blocks = kept
-        return ast.Module(body=body, type_ignores=[]), problem
+        return ast.Module(body=body, type_ignores=[]), problem, frozenset(repaired)
 
     def _block(
         self,
@@ -130,8 +139,8 @@ class BlockParser:
         seen[chunk] = key[1] + 1
         block = self._blocks.get(key)
         if block is None:
-            tree, problem = parse_tolerant(chunk)
-            block = _Block(tree, 0, problem)
+            tree, problem, repaired = parse_repaired(chunk)
+            block = _Block(tree, 0, problem, repaired)
         kept[key] = block
         return block, first + 1
 
@@ -146,12 +155,27 @@ def _parse_strict(text: str) -> ast.Module | None:
 
 
 def fingerprint(value: Value | None) -> tuple[object, ...] | None:
-    """What of a value a function's walk can depend on (not where it was made)."""
+    """What of a value a function's walk can depend on (not where it was made). What a
+    function of the file returns is keyed apart, where a body calls it."""
     if value is None:
         return None
     # the class of an object, or the name of a function: which methods a call reaches
     named = getattr(value.origin, "name", None)
     return (value.kind, value.lib, value.exact, value.guessed, named)
+
+
+def names_read(function: ast.AST) -> tuple[str, ...]:
+    """The names a function body can look up: plain names and dotted ones (`cfg.device`,
+    which an assignment outside may bind); `self.x` attributes are keyed apart."""
+    names: set[str] = set()
+    for node in ast.walk(function):
+        if isinstance(node, ast.Name):
+            names.add(node.id)
+        elif isinstance(node, ast.Attribute):
+            dotted = dotted_name(node)
+            if dotted is not None and not dotted.startswith("self."):
+                names.add(dotted)
+    return tuple(sorted(names))
 
 
 @dataclass(slots=True)
@@ -165,6 +189,13 @@ class FunctionResult:
     uses_gpu: bool
     reduced_precision: bool
     self_bindings: dict[str, Value | None] = field(default_factory=dict)
+    # what the body added to the whole file's state: imports made inside it, and the
+    # nn.Module, DataLoader and framework-step subclasses it defines (later functions see
+    # all of them)
+    imports: tuple[tuple[str, str], ...] = ()
+    module_classes: frozenset[str] = frozenset()
+    loader_classes: frozenset[str] = frozenset()
+    step_classes: tuple[tuple[str, str], ...] = ()
 
 
 class FunctionMemo:
@@ -172,22 +203,23 @@ class FunctionMemo:
 
     def __init__(self) -> None:
         self.results: dict[tuple[object, ...], FunctionResult] = {}
-        self.names: dict[str, tuple[str, ...]] = {}  # function text -> names it mentions
+        self.names: dict[str, tuple[str, ...]] = {}  # function text -> names it reads
         # function text -> the names it calls: all, those not after a dot, methods of self
         self.called: dict[str, tuple[frozenset[str], frozenset[str], frozenset[str]]] = {}
         self.used: set[tuple[object, ...]] = set()
+        self._texts: set[str] = set()  # function texts of the last version
 
     def names_in(self, text: str, function: ast.AST) -> tuple[str, ...]:
+        self._texts.add(text)
         names = self.names.get(text)
         if names is None:
-            names = self.names[text] = tuple(
-                sorted({n.id for n in ast.walk(function) if isinstance(n, ast.Name)})
-            )
+            names = self.names[text] = names_read(function)
         return names
 
     def called_in(self, text: str) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
         """The names a function's text calls: every one, those not after a dot (`f(`,
         `Class(`), and the methods it calls on self (`self.m(`)."""
+        self._texts.add(text)
         called = self.called.get(text)
         if called is None:
             called = self.called[text] = (
@@ -200,7 +232,10 @@ class FunctionMemo:
     def forget_unused(self) -> None:
         """Drop what the last version did not use, so memory follows the document."""
         self.results = {k: v for k, v in self.results.items() if k in self.used}
+        self.names = {k: v for k, v in self.names.items() if k in self._texts}
+        self.called = {k: v for k, v in self.called.items() if k in self._texts}
         self.used = set()
+        self._texts = set()
 
 
 def shift_finding(finding: Finding, delta: int) -> Finding:

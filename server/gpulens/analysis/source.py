@@ -107,25 +107,42 @@ def parse_tolerant(text: str) -> tuple[ast.Module, SyntaxProblem | None]:
     Line numbers of the returned tree are those of ``text``. Never raises for any input
     string: a file that cannot be read at all gives an empty module and the problem.
     """
+    tree, problem, _ = parse_repaired(text)
+    return tree, problem
+
+
+def parse_repaired(text: str) -> tuple[ast.Module, SyntaxProblem | None, frozenset[int]]:
+    """`parse_tolerant`, and the lines (0-based) whose parse is not their text: blanked by a
+    repair, or lost with a block that did not parse. The tree's nodes elsewhere are what
+    their own lines say."""
     try:
-        return _parse(text), None
+        return _parse(text), None, frozenset()
     except SyntaxError as error:
         first = _problem(error)
     except (RecursionError, MemoryError, ValueError) as error:
         # one pathological statement (a 20,000-term sum, a NUL byte): keep the others
-        return _parse_blocks(split_lines(text)), SyntaxProblem(_describe(error), 0, 0)
+        lines = split_lines(text)
+        return _parse_blocks(lines), SyntaxProblem(_describe(error), 0, 0), _all(lines)
 
-    lines = split_lines(text)
+    original = split_lines(text)
+    lines = list(original)
     problem = first
     for _ in range(MAX_REPAIRS):
         _blank_statement(lines, _error_line(problem, len(lines)))
         try:
-            return _parse("".join(lines)), first
+            tree = _parse("".join(lines))
         except SyntaxError as error:
             problem = _problem(error)
+            continue
         except (RecursionError, MemoryError, ValueError):
             break
-    return _parse_blocks(split_lines(text)), first
+        changed = frozenset(i for i, line in enumerate(lines) if line != original[i])
+        return tree, first, changed
+    return _parse_blocks(original), first, _all(original)
+
+
+def _all(lines: list[str]) -> frozenset[int]:
+    return frozenset(range(len(lines) + 1))
 
 
 def _problem(error: SyntaxError) -> SyntaxProblem:

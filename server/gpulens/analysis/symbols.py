@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import enum
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 
@@ -170,6 +171,12 @@ class Imports:
         for alias in node.names:
             if alias.name != "*":
                 self.aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+
+    def bind_all(self, aliases: Iterable[tuple[str, str]]) -> None:
+        """Bind local names as earlier imports did (replaying a memoized function body)."""
+        self._cache.clear()
+        self.version += 1
+        self.aliases.update(aliases)
 
     def qualname(self, node: ast.expr, *, through_calls: bool = False) -> str | None:
         """`T.nn.functional.relu` -> "torch.nn.functional.relu" when `import torch as T`.

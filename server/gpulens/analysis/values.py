@@ -55,8 +55,8 @@ class Evaluator:
         self.step_classes: dict[str, str] = {}
         self._cache: dict[int, Value | None] = {}
         # what each function of the file returns (and the parts of the tuple it returns),
-        # per state of the imports it is judged by
-        self._returns: dict[tuple[int, int, int], tuple[Value | None, Parts]] = {}
+        # per state of the imports and classes it is judged by (see `state`)
+        self._returns: dict[tuple[int, tuple[int, int, int]], tuple[Value | None, Parts]] = {}
         self._static: dict[str, Scope] = {}
 
     def invalidate(self) -> None:
@@ -368,8 +368,13 @@ class Evaluator:
         length (`return train_loader, val_loader`); None otherwise."""
         return self._judged(function)[1]
 
+    def state(self) -> tuple[int, int, int]:
+        """What a judgment of a function's returns reads besides the file's definitions: the
+        imports and the classes seen so far (these only grow during a walk)."""
+        return self.imports.version, len(self.module_classes), len(self.loader_classes)
+
     def _judged(self, function: Function) -> tuple[Value | None, Parts]:
-        key = (id(function), self.imports.version, len(self.module_classes))
+        key = (id(function), self.state())
         if key in self._returns:
             return self._returns[key]
         self._returns[key] = (None, None)  # a recursive call returns "unknown"

@@ -43,18 +43,24 @@ _PROGRESS = ("tqdm", "track", "progress", "iter", "trange")
 
 
 def walk_module(
-    tree: ast.Module, source: SourceText, config: Config, memo: FunctionMemo | None = None
+    tree: ast.Module,
+    source: SourceText,
+    config: Config,
+    memo: FunctionMemo | None = None,
+    repaired: frozenset[int] = frozenset(),
 ) -> tuple[list[Finding], list[str]]:
+    """Findings of ``tree``; ``memo`` replays function bodies of earlier versions, except
+    those holding ``repaired`` lines (parsed as other text than their own)."""
     ctx = Context(source, config, tree)
     definitions = Definitions.of(tree)
-    walker = _Walker(ctx, memo, definitions)
+    walker = _Walker(ctx, memo, definitions, repaired)
     notes: list[str] = []
     try:
         walker.scope_body(tree.body)
     except RecursionError:
         # a pathological expression: walk what we can, one top-level statement at a time
         ctx = Context(source, config, tree)
-        walker = _Walker(ctx, None, definitions)
+        walker = _Walker(ctx, None, definitions, repaired)
         for statement in tree.body:
             try:
                 walker.scope_body([statement])
@@ -65,12 +71,19 @@ def walk_module(
 
 
 class _Walker(FunctionResultsMixin):
-    def __init__(self, ctx: Context, memo: FunctionMemo | None, definitions: Definitions) -> None:
+    def __init__(
+        self,
+        ctx: Context,
+        memo: FunctionMemo | None,
+        definitions: Definitions,
+        repaired: frozenset[int],
+    ) -> None:
         self.ctx = ctx
         self.evaluator = ctx.evaluator
         self.evaluator.definitions = definitions
         self.definitions = definitions
         self.memo = memo
+        self.repaired = repaired
         self.call_sites: defaultdict[str, CallSites] = defaultdict(CallSites)
         # per scope being walked: its function definitions, walked once the scope is done
         self._deferred_functions: list[list[tuple[Function, Scope, bool]]] = []
@@ -80,8 +93,8 @@ class _Walker(FunctionResultsMixin):
         self._looked_up: dict[
             tuple[int, int], tuple[Scope, dict[str, tuple[object, Value | None]]]
         ] = {}
-        self._devices: dict[int, tuple[Scope | None, tuple[str, ...] | None]] = {}
-        self._definitions_key: tuple[object, ...] | None = None
+        self._devices: dict[int, tuple[Scope, tuple[str, ...]]] = {}
+        self._file_key: tuple[object, ...] | None = None
         self._texts: dict[int, str] = {}  # id of a function (alive for the walk) -> its source
 
     # -- scopes -------------------------------------------------------------------------

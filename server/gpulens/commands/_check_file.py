@@ -6,11 +6,9 @@ picklable data (`Job` in, `FileResult` out).
 
 from __future__ import annotations
 
-import io
+import contextlib
 import json
 import os
-import tempfile
-import tokenize
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +16,7 @@ from typing import Any
 
 from gpulens.analysis import Analysis, Config, Edit, Finding, analyze, analyze_cells
 from gpulens.analysis.edits import apply_edits, first_safe_fix
+from gpulens.analysis.encoding import SourceDecodeError, decode_source
 from gpulens.analysis.source import SyntaxProblem
 
 # Fixes can uncover or shift other findings; a few rounds reach a fixed point, and the cap
@@ -82,21 +81,28 @@ class _Decoded:
     text: str  # newlines as in the file, except a file of lone "\r" is read with "\n"
     encoding: str
     newline: str
+    raw: bytes  # the file's bytes as read (stdin's text encoded)
 
 
 def _check_python(job: Job, result: FileResult) -> None:
     decoded = _decode(job)
-    text, analysis = decoded.text, analyze(decoded.text, job.config)
+    analysis = analyze(decoded.text, job.config)
     if job.fix:
-        text, analysis, result.fixed, note = _fix_rounds(
-            text, analysis, lambda t: analyze(t, job.config), decoded.newline
+        text, fixed, count, note = _fix_rounds(
+            decoded.text, analysis, lambda t: analyze(t, job.config), decoded.newline
         )
         if note:
             result.notes.append(note)
         if job.absolute is None:
             result.fixed_text = _restore_newlines(text, decoded.newline)
+            analysis, result.fixed = fixed, count
         elif text != decoded.text:
-            _write(Path(job.absolute), _encode(job.path, text, decoded), job.path)
+            try:
+                _write(Path(job.absolute), _encode(job.path, text, decoded), job.path, decoded.raw)
+            except _FileError as error:
+                result.error = str(error)  # the file keeps its text, and so its findings
+            else:
+                analysis, result.fixed = fixed, count
     result.findings = [Located(f) for f in analysis.findings]
     if analysis.syntax_problem is not None:
         result.syntax_problems.append((None, analysis.syntax_problem))
@@ -104,31 +110,18 @@ def _check_python(job: Job, result: FileResult) -> None:
 
 def _decode(job: Job) -> _Decoded:
     if job.text is not None:
-        text, encoding = job.text, "utf-8"
+        text, encoding, raw = job.text, "utf-8", job.text.encode("utf-8", "surrogatepass")
     else:
-        data = _read(job)
+        raw = _read(job)
         try:
-            # PEP 263: a BOM or a `# -*- coding: ... -*-` line says how Python reads the file
-            encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-        except SyntaxError as error:
-            if not error.msg.startswith("invalid or missing encoding declaration"):
-                raise _FileError(
-                    f"{job.path}: {error.msg}; fix the `coding:` comment or save the file as UTF-8"
-                ) from None
-            encoding = "utf-8"  # no declaration and not UTF-8: the decoding below says where
-        try:
-            text = data.decode(encoding)
-        except UnicodeDecodeError as error:
-            line = data[: error.start].count(b"\n") + 1
-            raise _FileError(
-                f"{job.path}: not valid {encoding.upper()} (byte 0x{data[error.start]:02x} on "
-                f"line {line}); save the file as UTF-8 or declare its encoding with a "
-                "`# -*- coding: NAME -*-` comment on its first line"
-            ) from None
+            decoded = decode_source(raw, job.path)
+        except SourceDecodeError as error:
+            raise _FileError(str(error)) from None
+        text, encoding = decoded.text, decoded.encoding
     newline = _newline_of(text)
     if newline == "\r":
         text = text.replace("\r", "\n")  # the analysis and the edits count lines by "\n"
-    return _Decoded(text, encoding, newline)
+    return _Decoded(text, encoding, newline, raw)
 
 
 def _read(job: Job) -> bytes:
@@ -165,25 +158,50 @@ def _encode(path: str, text: str, decoded: _Decoded) -> bytes:
         ) from None
 
 
-def _write(path: Path, data: bytes, shown: str) -> None:
-    """Replace the file in one step, keeping its permissions, so that an interrupted write
-    never leaves half a file."""
+def _write(path: Path, data: bytes, shown: str, original: bytes) -> None:
+    """Write the fixed text into the file itself (the same inode), so that it keeps its mode,
+    owner and hard links, and a symbolic link to it stays a link (``path`` is the target).
+
+    A file with no write permission is read-only by choice and is left alone. The new bytes
+    go in with one write and are flushed to disk; if the write fails part way (a full disk),
+    ``original`` is put back, so the file holds its old text or its new one. Writing a
+    temporary copy and renaming it over the file would be atomic, but it makes a new file:
+    the other hard links keep the old text, a link becomes a plain file, and the owner
+    becomes whoever ran --fix.
+    """
     try:
-        mode = path.stat().st_mode
-        handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-        try:
-            with os.fdopen(handle, "wb") as file:
-                file.write(data)
-            os.chmod(temporary, mode)
-            os.replace(temporary, path)
-        except BaseException:
-            os.unlink(temporary)
-            raise
+        mode = os.stat(path).st_mode
+        if not mode & 0o222:
+            raise _FileError(
+                f"{shown}: the file is read-only, so its fixes were not written; make it "
+                "writable (chmod u+w) to fix it, or leave out --fix"
+            )
+        handle = os.open(path, os.O_WRONLY)
     except OSError as error:
         raise _FileError(
             f"{shown}: cannot write the fixes ({error.strerror or error}); check that you may "
-            "write to the file and its folder"
+            "write to the file"
         ) from None
+    try:
+        _replace_content(handle, data)
+    except OSError as error:
+        with contextlib.suppress(OSError):
+            _replace_content(handle, original)
+        raise _FileError(
+            f"{shown}: writing the fixes failed ({error.strerror or error}), so the file was "
+            "left as it was; free some disk space or check the disk, then run --fix again"
+        ) from None
+    finally:
+        os.close(handle)
+
+
+def _replace_content(handle: int, data: bytes) -> None:
+    os.lseek(handle, 0, os.SEEK_SET)
+    view = memoryview(data)
+    while view:  # one write for a file of any usual size; a loop for what the kernel splits
+        view = view[os.write(handle, view) :]
+    os.ftruncate(handle, len(data))  # the fixed text may be shorter than the old one
+    os.fsync(handle)
 
 
 # ---- fixing, shared by files and notebooks --------------------------------------------------
@@ -255,35 +273,42 @@ def _with_newline(edit: Edit, newline: str) -> Edit:
 
 
 def _check_notebook(job: Job, result: FileResult) -> None:
-    raw = job.text if job.text is not None else _decode_notebook(job)
+    if job.text is not None:
+        raw, data = job.text, job.text.encode("utf-8", "surrogatepass")
+    else:
+        raw, data = _decode_notebook(job)
     notebook = _load_notebook(job.path, raw)
     cells: list[dict[str, Any]] = notebook["cells"]
     code = [i for i, cell in enumerate(cells) if cell.get("cell_type") == "code"]
     sources = [_cell_source(job.path, i, cells[i]) for i in code]
     analyses = analyze_cells(sources, job.config)
     if job.fix:
-        fixed_sources, analyses, result.fixed, note = _fix_cells(sources, analyses, job.config)
+        fixed_sources, fixed, count, note = _fix_cells(sources, analyses, job.config)
         if note:
             result.notes.append(note)
         if fixed_sources != sources:
             for index, source in zip(code, fixed_sources, strict=True):
                 _set_cell_source(cells[index], source)
-        if fixed_sources != sources or job.absolute is None:
-            dumped = _dump_notebook(notebook, raw)
-            if job.absolute is None:
-                result.fixed_text = dumped
+        if job.absolute is None:
+            result.fixed_text = _dump_notebook(notebook, raw)
+            analyses, result.fixed = fixed, count
+        elif fixed_sources != sources:
+            try:
+                _write(Path(job.absolute), _dump_notebook(notebook, raw).encode(), job.path, data)
+            except _FileError as error:
+                result.error = str(error)  # the notebook keeps its cells, and their findings
             else:
-                _write(Path(job.absolute), dumped.encode("utf-8"), job.path)
+                analyses, result.fixed = fixed, count
     for index, analysis in zip(code, analyses, strict=True):
         result.findings.extend(Located(f, index + 1) for f in analysis.findings)
         if analysis.syntax_problem is not None:
             result.syntax_problems.append((index + 1, analysis.syntax_problem))
 
 
-def _decode_notebook(job: Job) -> str:
+def _decode_notebook(job: Job) -> tuple[str, bytes]:
     data = _read(job)
     try:
-        return data.decode("utf-8-sig")  # nbformat files are UTF-8 JSON
+        return data.decode("utf-8-sig"), data  # nbformat files are UTF-8 JSON
     except UnicodeDecodeError as error:
         raise _FileError(
             f"{job.path}: not valid UTF-8 (byte 0x{data[error.start]:02x} at offset "
@@ -299,11 +324,22 @@ def _load_notebook(path: str, raw: str) -> dict[str, Any]:
             f"{path}: not a notebook (invalid JSON at line {error.lineno}, column {error.colno}); "
             "re-save it from Jupyter or exclude it"
         ) from None
+    except (RecursionError, ValueError) as error:  # a deep nest, an integer of 5,000 digits
+        why = "JSON nested too deeply" if isinstance(error, RecursionError) else str(error)
+        raise _FileError(
+            f"{path}: not a notebook ({why}); re-save it from Jupyter or exclude it"
+        ) from None
     if not isinstance(notebook, dict) or not isinstance(notebook.get("cells"), list):
         raise _FileError(
             f"{path}: not an nbformat 4 notebook (no list of cells); re-save it from Jupyter "
             "or exclude it"
         )
+    for index, cell in enumerate(notebook["cells"]):
+        if not isinstance(cell, dict):
+            raise _FileError(
+                f"{path}: cell {index + 1} is not a notebook cell (a JSON object); re-save the "
+                "notebook from Jupyter or exclude it"
+            )
     return notebook
 
 

@@ -4,11 +4,15 @@
 from __future__ import annotations
 
 import os
+import re
+import stat
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pathspec
+
+from gpulens.commands._paths import not_regular, unreachable
 
 SOURCE_SUFFIXES = (".py", ".ipynb")
 # folders that hold someone else's code, caches or build output; skipped unless named
@@ -33,6 +37,10 @@ DEFAULT_SKIPS = frozenset(
 )
 
 
+class InvalidPattern(ValueError):
+    """A gitignore-style pattern that does not compile; the message names it."""
+
+
 @dataclass(frozen=True, slots=True)
 class Patterns:
     """Gitignore-style patterns anchored at ``base``, an absolute folder."""
@@ -42,8 +50,24 @@ class Patterns:
 
     @staticmethod
     def of(lines: Sequence[str], base: Path) -> Patterns | None:
-        spec = pathspec.GitIgnoreSpec.from_lines(lines)
+        """Raises InvalidPattern for the first line that is not a valid pattern."""
+        try:
+            spec = pathspec.GitIgnoreSpec.from_lines(lines)
+        except (ValueError, re.error) as error:
+            bad = next((line for line in lines if not _valid(line)), "")
+            raise InvalidPattern(
+                f"{bad!r} is not a valid gitignore-style pattern ({error})"
+            ) from None
         return Patterns(base, spec) if len(spec) else None
+
+    @staticmethod
+    def lenient(lines: Sequence[str], base: Path) -> Patterns | None:
+        """`of`, leaving out the lines that are not valid patterns (a .gitignore's typo
+        must not stop the walk)."""
+        try:
+            return Patterns.of(lines, base)
+        except InvalidPattern:
+            return Patterns.of([line for line in lines if _valid(line)], base)
 
     def verdict(self, absolute: Path, is_dir: bool) -> bool | None:
         """True: excluded, False: re-included by a `!` pattern, None: no pattern matches."""
@@ -67,7 +91,9 @@ class Target:
 @dataclass(slots=True)
 class Discovery:
     files: list[Target] = field(default_factory=list)
-    missing: list[str] = field(default_factory=list)  # named paths that do not exist
+    # paths that could not be read (missing, unreadable, not a regular file), each as the
+    # one line that says so; the other files are still checked
+    problems: list[str] = field(default_factory=list)
 
 
 def discover(
@@ -82,15 +108,20 @@ def discover(
     seen: set[Path] = set()
     for argument in arguments:
         path = Path(os.path.normpath(argument))
-        absolute = path.resolve()
-        if absolute.is_dir():
-            found: Iterator[Target] = _walk(path, absolute, excludes_for)
-        elif absolute.is_file():
+        try:
+            mode = os.stat(path).st_mode
+        except OSError as error:
+            result.problems.append(unreachable(argument, str(path), error))
+            continue
+        absolute = Path(os.path.realpath(path))
+        if stat.S_ISDIR(mode):
+            found: Iterator[Target] = _walk(path, absolute, excludes_for, result.problems)
+        elif stat.S_ISREG(mode):
             if force_exclude and _excluded(absolute, False, excludes_for(absolute.parent)):
                 continue
             found = iter([Target(path, absolute)])
         else:
-            result.missing.append(argument)
+            result.problems.append(not_regular(argument, mode))
             continue
         for target in found:
             if target.absolute not in seen:
@@ -99,17 +130,23 @@ def discover(
     return result
 
 
-def _walk(root: Path, absolute: Path, excludes_for: ExcludeLookup) -> Iterator[Target]:
+def _walk(
+    root: Path, absolute: Path, excludes_for: ExcludeLookup, problems: list[str]
+) -> Iterator[Target]:
     ignores = _ancestor_ignores(absolute)
     if _ignored(absolute, True, ignores, ()):
         # the user named an ignored folder (`gpulens check build/`): check it, and let only
         # the .gitignore files inside it decide
         ignores = []
-    yield from _walk_folder(root, absolute, ignores, excludes_for)
+    yield from _walk_folder(root, absolute, ignores, excludes_for, problems)
 
 
 def _walk_folder(
-    folder: Path, absolute: Path, ignores: list[Patterns], excludes_for: ExcludeLookup
+    folder: Path,
+    absolute: Path,
+    ignores: list[Patterns],
+    excludes_for: ExcludeLookup,
+    problems: list[str],
 ) -> Iterator[Target]:
     own = _read_ignore_file(absolute / ".gitignore", absolute)
     if own is not None:
@@ -117,20 +154,37 @@ def _walk_folder(
     excludes = excludes_for(absolute)
     try:
         entries = sorted(os.scandir(absolute), key=lambda e: e.name)
-    except OSError:
-        return  # a folder we may not list holds nothing we can check
+    except OSError as error:
+        problems.append(
+            f"{folder}: cannot list the folder ({error.strerror or error}), so nothing in it "
+            "was checked; allow reading it or exclude it"
+        )
+        return
     for entry in entries:
         child = absolute / entry.name
-        if entry.is_dir(follow_symlinks=False):
+        try:
+            is_folder = entry.is_dir(follow_symlinks=False)  # links to folders are not followed
+        except OSError as error:
+            problems.append(unreachable(str(folder / entry.name), entry.path, error))
+            continue
+        if is_folder:
             if entry.name in DEFAULT_SKIPS or _ignored(child, True, ignores, excludes):
                 continue
-            yield from _walk_folder(folder / entry.name, child, ignores, excludes_for)
-        elif (
-            entry.name.endswith(SOURCE_SUFFIXES)
-            and entry.is_file()
-            and not _ignored(child, False, ignores, excludes)
-        ):
-            yield Target(folder / entry.name, child)
+            yield from _walk_folder(folder / entry.name, child, ignores, excludes_for, problems)
+        elif entry.name.endswith(SOURCE_SUFFIXES) and not _ignored(child, False, ignores, excludes):
+            shown = folder / entry.name
+            try:
+                # follows a link; a plain file's type comes with the listing, at no cost
+                regular = entry.is_file()
+                mode = 0 if regular else os.stat(entry.path).st_mode
+            except OSError as error:
+                problems.append(unreachable(str(shown), entry.path, error))
+                continue
+            if regular:
+                yield Target(shown, child)
+            elif not stat.S_ISDIR(mode):  # a link to a folder named x.py is not followed
+                advice = "it was not checked: exclude it or rename it"
+                problems.append(not_regular(str(shown), mode, advice))
 
 
 def _excluded(absolute: Path, is_dir: bool, excludes: tuple[Patterns, ...]) -> bool:
@@ -151,12 +205,20 @@ def _ignored(
     return verdict
 
 
+def _valid(pattern: str) -> bool:
+    try:
+        pathspec.GitIgnoreSpec.from_lines([pattern])
+    except (ValueError, re.error):
+        return False
+    return True
+
+
 def _read_ignore_file(path: Path, base: Path) -> Patterns | None:
     try:
         text = path.read_text(encoding="utf-8", errors="replace")
     except OSError:
         return None
-    return Patterns.of(text.splitlines(), base)
+    return Patterns.lenient(text.splitlines(), base)
 
 
 def _ancestor_ignores(root: Path) -> list[Patterns]:
@@ -166,7 +228,7 @@ def _ancestor_ignores(root: Path) -> list[Patterns]:
     for folder in (root, *root.parents):
         if folder != root:
             chain.append(folder)
-        if (folder / ".git").exists():
+        if os.path.exists(folder / ".git"):  # never raises, unlike Path.exists
             top = folder
             break
     else:

@@ -29,8 +29,12 @@ output:
          end_column, new_text}]}]}, 1-based, sorted by path, cell, line, column, code.
 
 Syntax errors are reported on stderr; the parts of the file that parse are still checked.
-exit status: 0 no finding of severity warning or error, 1 some, 2 usage, configuration or
-file error. Settings come from [tool.gpulens] in the nearest pyproject.toml; options win.
+A path that could not be read (missing, unreadable, a broken link, a FIFO, not UTF-8 nor of
+a declared encoding, a notebook that is not JSON) is reported on stderr in one line and
+skipped; the other files are still checked. --fix leaves read-only files unchanged.
+exit status: 0 no finding of severity warning or error, 1 some, 2 usage or configuration
+error, or a file that could not be read or written. Settings come from [tool.gpulens] in the
+nearest pyproject.toml; options win.
 """
 
 # Worker processes pay off once there is enough source: forking the pool and pickling the
@@ -124,11 +128,14 @@ class _Settings:
     """Config and exclude patterns per folder: the nearest `[tool.gpulens]`, then the options."""
 
     def __init__(self, options: _Options, excludes: Sequence[str], cwd: Path) -> None:
-        from gpulens.commands._files import Patterns
+        from gpulens.commands._files import InvalidPattern, Patterns
 
         self._options = options
         patterns = [p.strip() for value in excludes for p in value.split(",") if p.strip()]
-        self._cli_excludes = Patterns.of(patterns, cwd)
+        try:
+            self._cli_excludes = Patterns.of(patterns, cwd)
+        except InvalidPattern as error:
+            raise UsageError(f"--exclude: {error}; correct the pattern") from None
         self._by_folder: dict[Path, tuple[Config, tuple[Patterns, ...]]] = {}
         self._by_file: dict[Path | None, tuple[Config, tuple[Patterns, ...]]] = {}
 
@@ -143,11 +150,16 @@ class _Settings:
     def _for_pyproject(self, pyproject: Path | None) -> tuple[Config, tuple[Patterns, ...]]:
         if pyproject not in self._by_file:
             from gpulens.analysis import DEFAULT_CONFIG
-            from gpulens.commands._files import Patterns
+            from gpulens.commands._files import InvalidPattern, Patterns
 
             base = DEFAULT_CONFIG if pyproject is None else _load(pyproject)
             config = _with_options(base, self._options)
-            found = None if pyproject is None else Patterns.of(config.exclude, pyproject.parent)
+            try:
+                found = None if pyproject is None else Patterns.of(config.exclude, pyproject.parent)
+            except InvalidPattern as error:
+                raise UsageError(
+                    f"{pyproject}: [tool.gpulens] exclude: {error}; correct the pattern"
+                ) from None
             patterns = tuple(p for p in (found, self._cli_excludes) if p is not None)
             self._by_file[pyproject] = (config, patterns)
         return self._by_file[pyproject]
@@ -166,7 +178,11 @@ def _find_pyproject(folder: Path) -> Path | None:
 def _load(pyproject: Path) -> Config:
     from gpulens.analysis.config import ConfigError, config_from_mapping
 
-    data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
+    try:
+        data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
+        # it was read a moment ago to find [tool.gpulens]: it changed since
+        raise UsageError(f"{pyproject}: cannot read it ({error}); check the file") from None
     try:
         return config_from_mapping(data["tool"]["gpulens"], f"{pyproject}: [tool.gpulens]")
     except (ConfigError, TypeError, AttributeError) as error:
@@ -220,14 +236,13 @@ def _check(args: argparse.Namespace) -> int:
     from gpulens.commands._files import discover
 
     found = discover(paths, settings.excludes, force_exclude=args.force_exclude)
-    for missing in found.missing:
-        print(f"error: {missing}: no such file or folder; check the path", file=sys.stderr)
+    for problem in found.problems:
+        print(f"error: {problem}", file=sys.stderr)
     jobs = [_job(str(t.path), str(t.absolute), settings, args.fix) for t in found.files]
-    if not jobs and not found.missing:
+    if not jobs and not found.problems:
         print("warning: no Python files or notebooks found under the given paths", file=sys.stderr)
     results = run_jobs(jobs)
-    status = _report(results, args, sys.stdout)
-    return 2 if found.missing else status
+    return _report(results, args, sys.stdout, unreadable=len(found.problems))
 
 
 def _default_config() -> Config:
@@ -343,10 +358,14 @@ def _worker_count(sizes: Sequence[int]) -> int:
     return max(1, min(cpus, len(sizes) // 2, total // _BYTES_PER_WORKER))
 
 
-def _report(results: Sequence[FileResult], args: argparse.Namespace, out: TextIO) -> int:
+def _report(
+    results: Sequence[FileResult], args: argparse.Namespace, out: TextIO, unreadable: int = 0
+) -> int:
+    """Print the findings and the closing line; the exit status. ``unreadable`` paths were
+    reported already and left out."""
     from gpulens.commands import _output
 
-    failed = False
+    failed = unreadable > 0
     for result in sorted(results, key=lambda r: r.path):
         if result.error:
             print(f"error: {result.error}", file=sys.stderr)
@@ -368,7 +387,9 @@ def _report(results: Sequence[FileResult], args: argparse.Namespace, out: TextIO
         closing = _output.summary(findings, fixed, args.fix)
         if failed and not findings:
             closing = "No problems found in the files that could be read."
-        out.write(closing + "\n")
+        # with nothing read, the errors say it all
+        if findings or not failed or any(not r.error for r in results):
+            out.write(closing + "\n")
     if failed:
         return 2
     return 1 if any(located.finding.severity.blocks for _, located in findings) else 0

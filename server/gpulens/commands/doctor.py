@@ -6,6 +6,8 @@ import argparse
 import json
 import sys
 
+from gpulens.commands._usage import interpreter
+
 HELP = "Check driver, CUDA and frameworks, run a short GPU smoke test, and suggest fixes."
 
 
@@ -13,6 +15,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the gpulens.doctor/1 report")
     parser.add_argument(
         "--python",
+        type=interpreter,
         metavar="INTERPRETER",
         help="check the frameworks of this interpreter (default: the one running gpulens)",
     )

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import stat
 import sys
+
+from gpulens.commands._paths import not_regular, unreachable
+from gpulens.commands._usage import OneLineParser, interpreter, positive_seconds, whole_number
 
 HELP = "run a script (or one `# %%` cell of it) and show each line's kernels, copies and syncs"
 
@@ -20,15 +25,32 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _add_options(parser: argparse.ArgumentParser) -> None:
     which = parser.add_mutually_exclusive_group()
-    which.add_argument("--cell", type=int, metavar="N", help="profile only cell N (from 1)")
-    which.add_argument("--line", type=int, metavar="L", help="profile only the cell holding line L")
+    which.add_argument(
+        "--cell",
+        type=whole_number(0, "a cell number"),
+        metavar="N",
+        help="profile only cell N (from 1; 0 is the code before the first `# %%`)",
+    )
+    which.add_argument(
+        "--line",
+        type=whole_number(1, "a line number"),
+        metavar="L",
+        help="profile only the cell holding line L (from 1)",
+    )
     parser.add_argument("--format", choices=("text", "json", "html"), default="text")
     parser.add_argument("-o", "--output", metavar="OUT", help="write the report here, not stdout")
     parser.add_argument(
-        "--timeout", type=float, default=None, metavar="S", help="stop the run after S seconds"
+        "--timeout",
+        type=positive_seconds,
+        default=None,
+        metavar="S",
+        help="stop the run after S seconds",
     )
     parser.add_argument(
-        "--python", metavar="INTERP", help="interpreter to run it with (default: this one)"
+        "--python",
+        type=interpreter,
+        metavar="INTERP",
+        help="interpreter to run it with (default: this one)",
     )
     parser.add_argument(
         "--backend",
@@ -38,33 +60,56 @@ def _add_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _write_output(chunk: bytes) -> None:
+    """The script's output, shown as it comes (on stderr: stdout carries the report)."""
+    sys.stderr.buffer.write(chunk)
+    sys.stderr.flush()
+
+
 def run(args: argparse.Namespace) -> int:
+    import signal
+
     from gpulens.profiler.report import render_html, render_text
-    from gpulens.profiler.runner import ProfileRequestError, run_profile
+    from gpulens.profiler.runner import (
+        ProfileRequestError,
+        StopRequest,
+        run_profile,
+        stop_on_signals,
+    )
 
     rest = list(args.args)
     split = rest.index("--") if "--" in rest else len(rest)
     options, script_args = rest[:split], rest[split + 1 :]
     if options:
-        again = argparse.ArgumentParser(prog="gpulens profile")
+        again = OneLineParser(prog="gpulens profile")
         _add_options(again)
         again.parse_args(options, namespace=args)
-    try:
-        payload = run_profile(
-            args.file,
-            cell=args.cell,
-            line=args.line,
-            python=args.python,
-            timeout=args.timeout,
-            args=script_args,
-            backend=args.backend,
-        )
-    except ProfileRequestError as error:
-        print(f"gpulens profile: {error}", file=sys.stderr)
+    problem = _file_problem(args.file) or _output_problem(args.output)
+    if problem:
+        print(f"gpulens profile: error: {problem}", file=sys.stderr)
         return 2
-    output = payload.get("output")
-    if output and args.format == "text":
-        sys.stderr.write(output if output.endswith("\n") else output + "\n")
+    stop = StopRequest()
+    # Ctrl-C, a kill or a closed terminal stops the script too (the lines that ran are
+    # still reported); the script runs in a process group of its own, out of their reach
+    with stop_on_signals(stop):
+        try:
+            payload = run_profile(
+                args.file,
+                cell=args.cell,
+                line=args.line,
+                python=args.python,
+                timeout=args.timeout,
+                args=script_args,
+                backend=args.backend,
+                on_output=_write_output if args.format == "text" else None,
+                stop=stop,
+            )
+        except ProfileRequestError as error:
+            print(f"gpulens profile: error: {error}", file=sys.stderr)
+            return 2
+    status = 1 if payload.get("error") else 0
+    if stop.reason is not None:
+        status = 128 + signal.Signals[stop.reason].value  # what the shell expects
     if args.format == "json":
         rendered = json.dumps(payload, indent=1) + "\n"
     elif args.format == "html":
@@ -76,8 +121,51 @@ def run(args: argparse.Namespace) -> int:
             with open(args.output, "w", encoding="utf-8") as handle:
                 handle.write(rendered)
         except OSError as error:
-            print(f"gpulens profile: cannot write {args.output}: {error.strerror}", file=sys.stderr)
+            print(
+                f"gpulens profile: error: cannot write {args.output} ({error.strerror or error}); "
+                "the report was not saved: choose another -o",
+                file=sys.stderr,
+            )
             return 2
     else:
-        sys.stdout.write(rendered)
-    return 1 if payload.get("error") else 0
+        try:
+            sys.stdout.write(rendered)
+            sys.stdout.flush()
+        except OSError:  # the terminal went away (SIGHUP): nothing left to show it on
+            pass
+    return status
+
+
+def _file_problem(path: str) -> str | None:
+    """Why FILE cannot be run, before anything runs (a FIFO would block the read forever)."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as error:
+        return unreachable(path, path, error)
+    if stat.S_ISDIR(mode):
+        return f"{path} is a folder; name the Python script to run"
+    if not stat.S_ISREG(mode):
+        return not_regular(path, mode, "name the Python script to run")
+    if path.endswith(".ipynb"):
+        return (
+            f"{path} is a notebook: `gpulens profile` runs Python scripts; in Jupyter, run "
+            "`%load_ext gpulens` and start the cell with `%%gpulens`"
+        )
+    try:
+        with open(path, "rb"):
+            pass
+    except OSError as error:
+        return unreachable(path, path, error)
+    return None
+
+
+def _output_problem(output: str | None) -> str | None:
+    """Why the report could not be written to OUT, said before the run rather than after."""
+    if output is None:
+        return None
+    if os.path.isdir(output):
+        return f"-o {output} is a folder; name the file to write the report to"
+    folder = os.path.dirname(output) or "."
+    if not os.path.isdir(folder):
+        return f"-o {output}: the folder {folder} does not exist; create it or choose another"
+    return None

@@ -1,4 +1,8 @@
-"""`gpulens serve`: the language server, over stdio (what editors start) or TCP (debugging)."""
+"""`gpulens serve`: the language server over stdio, as editors start it.
+
+There is no socket transport: a listening port lets any local process connect and run code as
+the user through `gpulens.profileCell`, and every LSP client can start a server over stdio.
+"""
 
 from __future__ import annotations
 
@@ -7,34 +11,37 @@ import logging
 import os
 import sys
 
-HELP = "Run the language server (stdio by default; --tcp HOST:PORT to listen on a socket)."
+HELP = "Run the language server over stdio (what editors start)."
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 
-
-def _host_port(value: str) -> tuple[str, int]:
-    host, _, port = value.rpartition(":")
-    if not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise argparse.ArgumentTypeError(
-            f"expected HOST:PORT such as 127.0.0.1:2087, got {value!r}"
-        )
-    return host, int(port)
+TCP_REMOVED = (
+    "gpulens serve: --tcp is not supported: any local process could connect to the port and "
+    "run code as you; let your editor start `gpulens serve`, which speaks over stdio."
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--tcp",
-        metavar="HOST:PORT",
-        type=_host_port,
-        help="listen on a TCP socket instead of stdio, e.g. 127.0.0.1:2087",
-    )
+    # kept only to answer old command lines with the reason, not argparse's "unrecognized"
+    parser.add_argument("--tcp", metavar="HOST:PORT", help=argparse.SUPPRESS)
     parser.add_argument(
         "--log-level",
         default=os.environ.get("GPULENS_LOG_LEVEL", "WARNING"),
-        choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+        choices=LOG_LEVELS,
         help="what the server writes to stderr (default WARNING; env GPULENS_LOG_LEVEL)",
     )
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.tcp is not None:
+        print(TCP_REMOVED, file=sys.stderr)
+        return 2
+    if args.log_level not in LOG_LEVELS:  # argparse checks the option, not its default
+        print(
+            f"gpulens serve: error: GPULENS_LOG_LEVEL={args.log_level!r} is not a log level; "
+            f"set it to one of {', '.join(LOG_LEVELS)}",
+            file=sys.stderr,
+        )
+        return 2
     # stderr only: on stdio, stdout carries the protocol
     logging.basicConfig(
         stream=sys.stderr,
@@ -44,12 +51,8 @@ def run(args: argparse.Namespace) -> int:
     from gpulens.lsp.server import build_server
 
     server = build_server()
-    if args.tcp is not None:
-        host, port = args.tcp
-        server.start_tcp(host, port)
-        return 0
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     # a stray print() anywhere in the process would corrupt the protocol stream
     sys.stdout = sys.stderr
-    server.start_io(stdin, stdout)
-    return 0
+    # LSP's exit code: 0 after `shutdown` then `exit`, 1 when the client skipped `shutdown`
+    return server.serve_stdio(stdin, stdout)

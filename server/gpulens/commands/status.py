@@ -7,6 +7,8 @@ import json
 import sys
 import time
 
+from gpulens.commands._usage import interpreter, positive_seconds
+
 HELP = "Show each GPU's load, memory, temperature and power, and what each framework sees."
 
 # Redraw in place: cursor home, the table, then clear whatever the last frame left below it.
@@ -17,12 +19,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the gpulens.status/1 payload")
     parser.add_argument(
         "--watch",
-        type=float,
+        type=positive_seconds,
         metavar="SECONDS",
         help="refresh every SECONDS until interrupted (with --json: one payload per line)",
     )
     parser.add_argument(
         "--python",
+        type=interpreter,
         metavar="INTERPRETER",
         help="probe the frameworks of this interpreter (default: the one running gpulens)",
     )
@@ -32,9 +35,6 @@ def run(args: argparse.Namespace) -> int:
     from gpulens.device.frameworks import FrameworkProbeCache
     from gpulens.device.status import StatusSource, format_status_table
 
-    if args.watch is not None and args.watch <= 0:
-        print("gpulens status: --watch needs a positive number of seconds.", file=sys.stderr)
-        return 2
     source = StatusSource(probes=FrameworkProbeCache(args.python))
     out = sys.stdout
     redraw = args.watch is not None and not args.json and out.isatty()

@@ -14,13 +14,14 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
+
+from gpulens.safe_path import private_directory, safe_source
 
 FRAMEWORKS: tuple[str, ...] = ("torch", "cupy", "jax", "numba", "tensorflow")
 PROBE_MARKER = "GPULENS_PROBE "
@@ -107,20 +108,22 @@ def run_script(
 ) -> subprocess.CompletedProcess[str]:
     """Run a standard-library script in the user's interpreter, for a probe or a smoke test.
 
+    Nothing outside the interpreter's own paths is importable (see `gpulens.safe_path`): a
+    `torch.py` in the server's cwd, the workspace or the shared temp dir is never run.
     Raises `subprocess.TimeoutExpired`, and `OSError` when the interpreter cannot start.
     """
-    return subprocess.run(
-        [python, "-c", source, argument],
-        capture_output=True,
-        text=True,
-        errors="replace",
-        timeout=timeout_s,
-        env=dict(env),
-        # a neutral working directory: a stray `torch.py` in the server's cwd must not shadow
-        cwd=tempfile.gettempdir(),
-        stdin=subprocess.DEVNULL,
-        check=False,
-    )
+    with private_directory("gpulens-probe-") as cwd:
+        return subprocess.run(
+            [python, "-c", safe_source(source), argument],
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=timeout_s,
+            env=dict(env),
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
 
 
 def run_probe(

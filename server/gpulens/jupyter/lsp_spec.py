@@ -11,7 +11,8 @@ def gpulens_spec(manager: Any) -> dict[str, dict[str, Any]]:
     return {
         "gpulens": {
             "version": 2,
-            "argv": [sys.executable, "-m", "gpulens", "serve"],
+            # -P: jupyter-lsp starts it in the notebook folder, whose modules must not shadow ours
+            "argv": [sys.executable, "-P", "-m", "gpulens", "serve"],
             "languages": ["python"],
             "display_name": "gpulens",
             "mime_types": ["text/python", "text/x-ipython"],

@@ -7,17 +7,15 @@ them (``\\n``, ``\\r\\n``, ``\\r``), not the way ``str.splitlines`` does.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 
 from lsprotocol import types
 from pygls.workspace.position_codec import PositionCodec
 
 from gpulens.analysis.model import Edit, Finding, Severity, Span
+from gpulens.analysis.source import split_lines
 
 SOURCE = "gpulens"
-
-_LSP_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
 
 _SEVERITY = {
     Severity.ERROR: types.DiagnosticSeverity.Error,
@@ -37,7 +35,8 @@ class LineIndex:
     __slots__ = ("_codec", "lines")
 
     def __init__(self, text: str, codec: PositionCodec) -> None:
-        self.lines: list[str] = _LSP_LINE.findall(text) or [""]
+        # Python's tokenizer and LSP break lines at the same three endings: one split serves
+        self.lines: list[str] = split_lines(text) or [""]
         if text.endswith(("\n", "\r")):
             self.lines.append("")
         self._codec = codec
@@ -61,15 +60,7 @@ class LineIndex:
         if position.line >= len(self.lines):
             last = len(self.lines) - 1
             return last, len(self._line(last))
-        text = self._line(position.line)
-        if text.isascii():
-            return position.line, min(position.character, len(text))
-        units = 0
-        for index, char in enumerate(text):
-            if units >= position.character:
-                return position.line, index
-            units += self._codec.impl.code_units_for_char(char)
-        return position.line, len(text)
+        return position.line, _column(self._line(position.line), position.character, self._codec)
 
     def _units(self, text: str) -> int:
         return len(text) if text.isascii() else self._codec.client_num_units(text)
@@ -89,6 +80,43 @@ class LineIndex:
 
     def end(self) -> types.Position:
         return self.to_client(len(self.lines) - 1, len(self._line(len(self.lines) - 1)))
+
+
+def _column(line: str, character: int, codec: PositionCodec) -> int:
+    """The code-point column of ``character`` client units into ``line`` (no line break),
+    clamped to its end."""
+    if line.isascii():
+        return min(character, len(line))
+    units = 0
+    for index, char in enumerate(line):
+        if units >= character:
+            return index
+        units += codec.impl.code_units_for_char(char)
+    return len(line)
+
+
+def offset_at(text: str, position: types.Position, codec: PositionCodec) -> int:
+    """The string offset of a client position in ``text``, clamped as LSP clamps it: past a
+    line's end is its end (before the line break), past the last line is the end of the text.
+
+    Called twice per keystroke on the whole document, so it splits only as far as it must.
+    """
+    if "\r" in text and text.count("\r") != text.count("\r\n"):
+        # lone carriage returns (old Mac files) end lines too: the general, slower way
+        index = LineIndex(text, codec)
+        line, column = index.from_client(position)
+        return sum(len(x) for x in index.lines[:line]) + column
+    start = 0
+    if position.line:
+        pieces = text.split("\n", position.line)
+        if len(pieces) <= position.line:  # past the last line
+            return len(text)
+        start = len(text) - len(pieces[-1])
+    end = text.find("\n", start)
+    end = len(text) if end < 0 else end
+    if end > start and text[end - 1] == "\r":
+        end -= 1
+    return start + _column(text[start:end], position.character, codec)
 
 
 def finding_to_diagnostic(finding: Finding, index: LineIndex) -> types.Diagnostic:

@@ -2,10 +2,14 @@
 `gpulens.clearProfile` commands, inlay hints after the profiled lines and their hover.
 
 Code runs only when the client executes `gpulens.profileCell {uri, line}` (line 0-based):
-never on open, save, code lens or hover. The cell holding that line runs in a subprocess of
-`gpulens.profile.python` (default: the server's interpreter) under `gpulens.profile.timeoutSeconds`
-(`gpulens.profiler.runner`); the command answers with the `gpulens.profile/1` payload, so a
-client may draw it itself, and the server keeps its lines to draw them as inlay hints.
+never on open, save, code lens or hover, and never where the client said the folder is not
+trusted (`gpulens.lsp.trust`: the command then answers with the reason). The cell holding that
+line runs in a subprocess of `gpulens.profile.python` (default: the server's interpreter) under
+`gpulens.profile.timeoutSeconds` (`gpulens.profiler.runner`), in the file's folder, as editors
+run a cell; the command answers with the `gpulens.profile/1` payload, so a client may draw it
+itself, and the server keeps its lines to draw them as inlay hints. The runner waits in a
+daemon thread: a server that exits (or is killed) mid-profile is not held up by it, and the
+subprocess ends with the server.
 
 Lenses: "Profile cell" above each `# %%` cell with code; none in a file without markers,
 because every module of a project would carry one and most are not scripts. The command works
@@ -26,10 +30,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 import signal
 import subprocess
+import threading
 import time
 import uuid
 import weakref
@@ -41,7 +47,6 @@ from urllib.parse import unquote
 from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
 from pygls.uris import to_fs_path
-from pygls.workspace import TextDocument
 from pygls.workspace.position_codec import PositionCodec
 
 from gpulens.analysis.source import source_lines
@@ -49,6 +54,8 @@ from gpulens.lsp.convert import LineIndex
 from gpulens.lsp.documents import notebook_of, open_document
 from gpulens.lsp.settings import plain
 from gpulens.lsp.status import _chain_builtin
+from gpulens.lsp.text_documents import LspTextDocument
+from gpulens.lsp.trust import UNTRUSTED_LENS, UNTRUSTED_PROFILE, may_profile
 from gpulens.profiler.cells import Cell, cell_at_line, split_cells
 from gpulens.profiler.report import (
     failed_payload,
@@ -215,6 +222,28 @@ class ProfileRequest:
     label: str  # "cell 2 of train.py", for the progress title
 
 
+def in_daemon_thread(function: Callable[[], T]) -> asyncio.Future[T]:
+    """`function()` in a daemon thread, as a future of the running loop. Unlike
+    `asyncio.to_thread`, interpreter exit does not wait for it."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[T] = loop.create_future()
+
+    def settle(outcome: Callable[[], None]) -> None:
+        if not future.done():
+            outcome()
+
+    def work() -> None:
+        try:
+            outcome = functools.partial(future.set_result, function())
+        except BaseException as error:
+            outcome = functools.partial(future.set_exception, error)
+        with contextlib.suppress(RuntimeError):  # the loop closed: nobody waits any more
+            loop.call_soon_threadsafe(settle, outcome)
+
+    threading.Thread(target=work, name="gpulens-profile", daemon=True).start()
+    return future
+
+
 def _run(request: ProfileRequest, state: ProfileState) -> dict[str, Any]:
     """The runner, with a request it cannot run (no such line, unreadable file) as a payload."""
     try:
@@ -225,6 +254,7 @@ def _run(request: ProfileRequest, state: ProfileState) -> dict[str, Any]:
             python=request.python,
             timeout=request.timeout_s,
             on_start=state.started,
+            cwd=os.path.dirname(os.path.abspath(request.path)),
         )
     except ProfileRequestError as error:
         source = {"path": request.path, "cell": None, "first_line": request.line + 1}
@@ -338,7 +368,13 @@ async def run_profile_command(ls: Any, uri: str, line: int) -> dict[str, Any]:
     path = _file_path(uri)
     text = None if document is None else document.source
     name = (path or uri).replace("\\", "/").rsplit("/", 1)[-1]
-    if notebook_of(ls, uri) is not None:
+    if not may_profile(ls.settings.workspace_trusted):
+        payload = failed_payload(
+            {"path": path or uri, "cell": None, "first_line": line + 1},
+            UNTRUSTED_PROFILE,
+            "RequestError",
+        )
+    elif notebook_of(ls, uri) is not None:
         payload = failed_payload(
             {"path": path or uri, "cell": None, "first_line": line + 1},
             "notebook cells are profiled in their kernel: run the cell with %%gpulens "
@@ -380,7 +416,7 @@ async def _profile(ls: Any, state: ProfileState, request: ProfileRequest) -> dic
             progress.report("waiting for the profile already running")
         async with state.running:
             started = time.monotonic()
-            worker = asyncio.ensure_future(asyncio.to_thread(_run, request, state))
+            worker = in_daemon_thread(lambda: _run(request, state))
             try:
                 cancelled = await _wait(worker, progress, started)
             except asyncio.CancelledError:
@@ -512,6 +548,7 @@ def code_lenses(ls: Any, uri: str) -> list[types.CodeLens]:
     if document is None or notebook_of(ls, uri) is not None:
         return []
     profile = state_of(ls).documents.get(_key(uri))
+    title = "▶ Profile cell" if may_profile(ls.settings.workspace_trusted) else UNTRUSTED_LENS
     lenses = []
     for cell in split_cells(document.source):
         if cell.index == 0 or not has_code(cell):
@@ -525,7 +562,7 @@ def code_lenses(ls: Any, uri: str) -> list[types.CodeLens]:
             types.CodeLens(
                 range=where,
                 command=types.Command(
-                    title="▶ Profile cell",
+                    title=title,
                     command=PROFILE_CELL,
                     arguments=[{"uri": uri, "line": marker}],
                 ),
@@ -576,7 +613,7 @@ def register(server: GpulensServer) -> None:
         document = open_document(server, params.text_document.uri)
         if profile is None or document is None:
             return
-        copy = TextDocument(
+        copy = LspTextDocument(
             document.uri, document.source, position_codec=server.workspace.position_codec
         )
         old = lines_of(copy.source)

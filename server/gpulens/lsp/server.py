@@ -2,52 +2,41 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import sys
+import threading
 import traceback
-from typing import Any
+from typing import Any, BinaryIO
 
 from lsprotocol import types
-from pygls.exceptions import FeatureRequestError, JsonRpcException, JsonRpcInvalidParams
+from pygls.exceptions import FeatureRequestError
+from pygls.io_ import StdoutWriter
 from pygls.lsp.server import LanguageServer
-from pygls.protocol import LanguageServerProtocol, default_converter
+from pygls.protocol import default_converter
 
 from gpulens import __version__
 from gpulens.lsp import (
     code_actions,
     commands,
+    debug,
     diagnostics,
     hover,
     notebooks,
     profiling,
     settings,
     status,
+    stdio,
 )
+from gpulens.lsp.protocol import GpulensProtocol, log_answered_errors_in_one_line
 
 logger = logging.getLogger(__name__)
 
 
-class GpulensProtocol(LanguageServerProtocol):
-    """pygls' protocol, answering requests whose params it cannot read.
-
-    pygls turns such a message into an exception before any handler sees it and answers
-    nothing, which leaves the client waiting forever; the spec wants InvalidParams.
-    """
-
-    def structure_message(self, data: dict[str, Any]) -> Any:
-        try:
-            return super().structure_message(data)
-        except JsonRpcException as error:
-            if isinstance(data, dict) and "id" in data and "method" in data:
-                cause = error.__cause__ or error
-                reply = JsonRpcInvalidParams(
-                    f"invalid params for {data['method']!r}: {_first_line(cause)}"
-                )
-                self._send_response(data["id"], error=reply.to_response_error())
-            raise
-
-
 class GpulensServer(LanguageServer):
     """The language server, holding the state the feature modules share."""
+
+    protocol: GpulensProtocol
 
     def __init__(self) -> None:
         super().__init__(
@@ -60,6 +49,20 @@ class GpulensServer(LanguageServer):
         )
         self.settings = settings.SettingsStore(self)
         self.diagnostics = diagnostics.DiagnosticsScheduler(self)
+        log_answered_errors_in_one_line()
+
+    def serve_stdio(self, stdin: BinaryIO, stdout: BinaryIO) -> int:
+        """Serve over a pair of pipes until the input ends or `exit`; the exit code."""
+        self._stop_event = threading.Event()
+        self.protocol.set_writer(StdoutWriter(stdout))
+        try:
+            return asyncio.run(stdio.serve_stdio(self.protocol, stdin, self._stop_event))
+        finally:
+            self.shutdown()
+
+    def start_io(self, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -> None:
+        # pygls' own loop goes deaf after one bad frame: never use it
+        self.serve_stdio(stdin or sys.stdin.buffer, stdout or sys.stdout.buffer)
 
     def log(self, level: types.MessageType, message: str) -> None:
         """A line in the client's output panel (`window/logMessage`)."""
@@ -82,13 +85,8 @@ class GpulensServer(LanguageServer):
         super().shutdown()
 
 
-def _first_line(error: BaseException) -> str:
-    text = str(error).strip().splitlines()
-    return text[0] if text else type(error).__name__
-
-
 def build_server() -> GpulensServer:
-    """A server with every feature registered, ready for `start_io` or `start_tcp`."""
+    """A server with every feature registered, ready for `start_io`."""
     server = GpulensServer()
     settings.register(server)
     diagnostics.register(server)
@@ -98,6 +96,7 @@ def build_server() -> GpulensServer:
     commands.register(server)
     status.register(server)
     profiling.register(server)
+    debug.register(server)
 
     @server.feature(types.SHUTDOWN)
     def on_shutdown(ls: GpulensServer, params: None) -> None:

@@ -30,6 +30,7 @@ from gpulens.analysis.config import (
     parse_severities,
 )
 from gpulens.analysis.model import Severity
+from gpulens.lsp.trust import workspace_trust
 
 if TYPE_CHECKING:
     from gpulens.lsp.server import GpulensServer
@@ -197,6 +198,8 @@ class SettingsStore:
     def __init__(self, server: GpulensServer) -> None:
         self._server = server
         self.editor = EditorSettings()
+        # from initializationOptions only (`gpulens.lsp.trust`): None when the client did not say
+        self.workspace_trusted: bool | None = None
         self.device_override: str | None = None
         self._project: dict[Path, tuple[Config, float]] = {}
         self._reported: set[str] = set()
@@ -274,6 +277,7 @@ def register(server: GpulensServer) -> None:
     @server.feature(types.INITIALIZE)
     def on_initialize(ls: GpulensServer, params: types.InitializeParams) -> None:
         options = plain(params.initialization_options)
+        ls.settings.workspace_trusted = workspace_trust(options)
         ls.settings.apply(settings_from_initialization_options(options), "initializationOptions")
         if isinstance(options, Mapping) and "diagnosticDelayMs" in options:
             delay = options["diagnosticDelayMs"]

@@ -28,6 +28,7 @@ from lsprotocol import types
 
 from gpulens.device.frameworks import FrameworkProbeCache
 from gpulens.device.status import StatusSource
+from gpulens.lsp.trust import probe_interpreter, workspace_trust
 
 STATUS_METHOD = "gpulens/status"
 SETTINGS_SECTION = "gpulens"
@@ -187,6 +188,9 @@ class _StatusFeature:
         self.loop: asyncio.AbstractEventLoop | None = None
         self.poller = StatusPoller(self.source.snapshot, self._publish)
         self.init_options: Any = None
+        # what the client said in initialize; the probes run a configured interpreter only
+        # in a trusted folder (`gpulens.lsp.trust`)
+        self.trusted: bool | None = None
 
     def _publish(self, payload: dict[str, Any]) -> None:
         notify = self.server.protocol.notify
@@ -199,7 +203,8 @@ class _StatusFeature:
     def apply_settings(self, section: Mapping[str, Any] | None) -> None:
         if section is None:
             return
-        self.source.probes.set_python(read_python(section) or sys.executable)
+        python = probe_interpreter(read_python(section), self.trusted)
+        self.source.probes.set_python(python or sys.executable)
         self.poller.set_interval(read_interval(section, self.poller.interval_s))
 
     def pull_settings(self) -> None:
@@ -230,6 +235,7 @@ class _StatusFeature:
     # hooks
 
     def on_initialize(self, params: types.InitializeParams, *_: Any) -> None:
+        self.trusted = workspace_trust(params.initialization_options)
         self.apply_settings(gpulens_section(params.initialization_options))
 
     def on_initialized(self, *_: Any) -> None:

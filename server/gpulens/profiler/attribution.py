@@ -8,33 +8,35 @@ thread made the call. So the kernels that autograd launches from its own thread 
 function's own lines while it runs and the caller's line again once it returns.
 
 Inputs (all times in ns on one clock):
-- ``events``: `timeline.LineEvents` columns.
+- ``events``: `timeline.LineEvents` columns, or a `timeline.Timeline` already walked (a long
+  cell's, whose oldest segments may have been dropped to bound memory).
 - ``records``: columns per record family, each a dict of equal-length lists:
   ``api`` (corr, start, end, tid), ``kernels`` (corr, start, end, device, name -> ``names``),
   ``memcpy`` (corr, start, end, device, bytes, copy_kind, src_kind, dst_kind),
   ``memset`` (corr, start, end, device, bytes), ``syncs`` (corr, start, end, type), and
-  optionally ``main_tid``.
+  optionally ``main_tid``; ``placed`` (corr, start, line): calls already placed on their
+  line while the cell ran, before the segments they fell in were dropped; ``by_stack``
+  (corr, line): each call's line by its Python stack, for calls made before the segments
+  kept (a backend that only reports after the cell).
 """
 
 from __future__ import annotations
 
-from bisect import bisect_right
 from collections.abc import Mapping, Sequence
 from typing import Any, TypedDict
 
-from gpulens.profiler.timeline import LINE, RETURN, START, LineEvents
+from gpulens.profiler.timeline import (
+    LineEvents,
+    Segments,
+    Timeline,
+    line_at,
+    walk_events,
+)
 
 # copy directions always present in a line's transfers, in display order
 DIRECTIONS = ("htod", "dtoh", "dtod")
 # synchronization types where the host thread waits (a stream-wait-event does not)
 BLOCKING_SYNCS = frozenset({"context", "stream", "event"})
-
-
-class Segments(TypedDict):
-    """Where the main thread was: `line[i]` from `t[i]` until `t[i + 1]` (None: outside)."""
-
-    t: list[int]
-    line: list[int | None]
 
 
 class LineCost(TypedDict):
@@ -55,82 +57,28 @@ class Attribution(TypedDict):
     lines: list[LineCost]
     unattributed: dict[str, int]
     outside: dict[str, int]
+    # of the unattributed: made before the segments kept, with no other way to place them
+    dropped: dict[str, int]
+    # calls placed by their Python stack because they came before the segments kept
+    by_stack: int
     devices: list[int]
     start: int
     end: int
 
 
+class CallLines(TypedDict):
+    """Where each API call (by correlation id) was made."""
+
+    lines: dict[int, int | None]
+    outside: set[int]  # made before the cell began or after it ended
+    dropped: set[int]  # made before the segments kept, and not placed otherwise
+    by_stack: int
+
+
 def walk_timeline(events: LineEvents) -> tuple[Segments, dict[int, int], dict[int, int]]:
-    """Replays the events with a frame stack: (segments, hits per line, host ns per line).
-
-    Host time is inclusive, as in line_profiler: a caller's line keeps running while a
-    cell-defined function it called runs. A frame left by an exception sends no RETURN, so
-    a LINE event of a frame lower on the stack pops the frames above it.
-    """
-    seg_t: list[int] = []
-    seg_line: list[int | None] = []
-    hits: dict[int, int] = {}
-    host: dict[int, int] = {}
-    # each frame: [code index, current line or None, time that line began]
-    stack: list[list[Any]] = []
-
-    def charge(frame: list[Any], now: int) -> None:
-        line = frame[1]
-        if line is None:
-            return
-        # a frame below on the same line (a comprehension's frame) already covers this time
-        for other in stack:
-            if other is frame:
-                break
-            if other[1] == line:
-                return
-        host[line] = host.get(line, 0) + now - frame[2]
-
-    def current() -> int | None:
-        for frame in reversed(stack):
-            if frame[1] is not None:
-                return frame[1]
-        return None
-
-    def mark(now: int) -> None:
-        line = current()
-        if not seg_line or seg_line[-1] != line:
-            if seg_t and seg_t[-1] == now:
-                seg_line[-1] = line
-            else:
-                seg_t.append(now)
-                seg_line.append(line)
-
-    for now, kind, code, line in zip(
-        events["t"], events["kind"], events["code"], events["line"], strict=True
-    ):
-        if kind == START:
-            stack.append([code, None, now])
-        elif kind == LINE:
-            if not stack or stack[-1][0] != code:
-                if any(frame[0] == code for frame in stack):
-                    while stack[-1][0] != code:
-                        charge(stack.pop(), now)
-                else:  # a frame entered before recording began
-                    stack.append([code, None, now])
-            top = stack[-1]
-            charge(top, now)
-            top[1], top[2] = line, now
-            hits[line] = hits.get(line, 0) + 1
-        elif kind == RETURN and any(frame[0] == code for frame in stack):
-            while stack:
-                frame = stack.pop()
-                charge(frame, now)
-                if frame[0] == code:
-                    break
-        mark(now)
-    end = events["end"]
-    for frame in reversed(stack):
-        charge(frame, end)
-    if seg_line and seg_line[-1] is not None:
-        seg_t.append(end)
-        seg_line.append(None)
-    return Segments(t=seg_t, line=seg_line), hits, host
+    """Replays recorded events at once: (segments, hits per line, host ns per line)."""
+    timeline = walk_events(events)
+    return timeline["segments"], timeline["hits"], timeline["host"]
 
 
 def _new_line(line: int) -> LineCost:
@@ -170,38 +118,70 @@ def _column(family: Mapping[str, Sequence[Any]] | None, name: str) -> Sequence[A
 
 
 def line_of_calls(
-    api: Mapping[str, Sequence[int]], segments: Segments, start: int, end: int
-) -> tuple[dict[int, int | None], set[int]]:
-    """corr -> line of the API call made at that time; and the corrs made outside the cell.
+    api: Mapping[str, Sequence[int]],
+    segments: Segments,
+    start: int,
+    end: int,
+    *,
+    retained_from: int | None = None,
+    placed: Mapping[str, Sequence[Any]] | None = None,
+    by_stack: Mapping[str, Sequence[Any]] | None = None,
+) -> CallLines:
+    """The line of each API call: the main thread's line at the call's start time.
 
     A corr seen on several API records (a runtime call and the driver call under it) keeps
-    its earliest start.
+    its earliest start. A call made before `retained_from` (segments dropped) takes the
+    line `placed` gives it, else the one `by_stack` gives, else stays unplaced.
     """
     first: dict[int, int] = {}
     for corr, begin in zip(api.get("corr", ()), api.get("start", ()), strict=True):
         if corr not in first or begin < first[corr]:
             first[corr] = begin
-    seg_t, seg_line = segments["t"], segments["line"]
-    lines: dict[int, int | None] = {}
-    outside: set[int] = set()
+    kept_from = start if retained_from is None else retained_from
+    early_lines: dict[int, int] = {}
+    if placed:
+        early_lines = dict(zip(placed["corr"], placed["line"], strict=True))
+    stack_lines: dict[int, int | None] = {}
+    if by_stack:
+        stack_lines = dict(zip(by_stack["corr"], by_stack["line"], strict=True))
+    found = CallLines(lines={}, outside=set(), dropped=set(), by_stack=0)
+    lines = found["lines"]
     for corr, begin in first.items():
         if begin < start or begin > end:
-            outside.add(corr)
-            continue
-        i = bisect_right(seg_t, begin) - 1
-        lines[corr] = seg_line[i] if i >= 0 else None
-    return lines, outside
+            found["outside"].add(corr)
+        elif begin >= kept_from:
+            lines[corr] = line_at(segments, begin) or None
+        elif corr in early_lines:
+            lines[corr] = early_lines[corr] or None
+        elif stack_lines.get(corr) is not None:
+            lines[corr] = stack_lines[corr]
+            found["by_stack"] += 1
+        else:
+            found["dropped"].add(corr)
+    return found
 
 
-def attribute_records(events: LineEvents, records: Mapping[str, Any]) -> Attribution:
+def attribute_records(events: LineEvents | Timeline, records: Mapping[str, Any]) -> Attribution:
     """Per-line costs of one profiled cell; see the module docstring for the inputs."""
-    segments, hits, host = walk_timeline(events)
-    start, end = events["start"], events["end"]
+    timeline = events if "segments" in events else walk_events(events)  # type: ignore[arg-type]
+    segments, hits, host = timeline["segments"], timeline["hits"], timeline["host"]
+    start, end = timeline["start"], timeline["end"]
     api = records.get("api") or {}
     if "corr_line" in records:  # a backend that placed its records by Python stack
-        corr_line, outside_corrs = dict(records["corr_line"]), set()
+        calls = CallLines(
+            lines=dict(records["corr_line"]), outside=set(), dropped=set(), by_stack=0
+        )
     else:
-        corr_line, outside_corrs = line_of_calls(api, segments, start, end)
+        calls = line_of_calls(
+            api,
+            segments,
+            start,
+            end,
+            retained_from=timeline.get("retained_from"),
+            placed=records.get("placed"),
+            by_stack=records.get("by_stack"),
+        )
+    corr_line, outside_corrs, dropped_corrs = calls["lines"], calls["outside"], calls["dropped"]
     costs: dict[int, LineCost] = {}
 
     def cost_of(line: int) -> LineCost:
@@ -217,6 +197,7 @@ def attribute_records(events: LineEvents, records: Mapping[str, Any]) -> Attribu
 
     unattributed = {"kernels": 0, "transfers": 0, "memsets": 0, "syncs": 0}
     outside = {"kernels": 0, "transfers": 0, "memsets": 0, "syncs": 0}
+    dropped = {"kernels": 0, "transfers": 0, "memsets": 0, "syncs": 0}
     devices: set[int] = set()
 
     def place(corr: int, family: str) -> LineCost | None:
@@ -226,6 +207,8 @@ def attribute_records(events: LineEvents, records: Mapping[str, Any]) -> Attribu
                 outside[family] += 1
             else:
                 unattributed[family] += 1
+                if corr in dropped_corrs:
+                    dropped[family] += 1
             return None
         return cost_of(line)
 
@@ -331,6 +314,8 @@ def attribute_records(events: LineEvents, records: Mapping[str, Any]) -> Attribu
         lines=[costs[line] for line in sorted(costs)],
         unattributed=unattributed,
         outside=outside,
+        dropped=dropped,
+        by_stack=calls["by_stack"],
         devices=sorted(devices),
         start=start,
         end=end,

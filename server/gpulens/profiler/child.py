@@ -1,11 +1,21 @@
-"""The profiled process: `python -m gpulens.profiler.child JOB.json OUT.json`.
+"""The profiled process: `python -P -m gpulens.profiler.child`, started by the runner.
+
+Talks to the runner over its three standard streams, so nothing touches the disk:
+- stdin carries the job, one JSON line; the runner then keeps it open without writing, so
+  its end (EOF) means the runner is gone, killed or not: the child then kills its own
+  process group (itself and whatever the cell started) at once. fd 0 is then /dev/null,
+  as for a script run with no input.
+- stdout carries the payload, one JSON line at the end; fd 1 is pointed at stderr before
+  any user code runs, so what the cell prints joins its errors in the runner's output.
 
 Runs the setup chunks (preamble, earlier cells) plainly, then profiles the target chunk,
 each compiled with the file's name and real line numbers, in one `__main__` namespace.
-Writes the payload to OUT.json whatever the cell does: raises, calls sys.exit, or is
-interrupted by the runner's SIGINT at the timeout. Only os._exit and crashes leave no
-payload, and the runner reports those. Imports nothing but the standard library and
-gpulens.profiler, so any interpreter with the user's packages can run it.
+Writes the payload whatever the cell does: raises, calls sys.exit, or is interrupted by the
+runner's SIGINT. Only os._exit and crashes leave no payload, and the runner reports those.
+Imports nothing but the standard library and gpulens.profiler, so any interpreter with the
+user's packages can run it. `-P` keeps the working directory off sys.path while gpulens
+loads (found through the PYTHONPATH the runner sets); the user's script then gets what
+`python script.py` gives it: its own folder first on sys.path, and PYTHONPATH as it was.
 """
 
 from __future__ import annotations
@@ -13,7 +23,9 @@ from __future__ import annotations
 import builtins
 import json
 import os
+import signal
 import sys
+import threading
 import time
 from typing import Any
 
@@ -63,11 +75,18 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
             source_info, f"line {error.lineno}: {error.msg}", "SyntaxError", code=code_lines
         )
     started = time.perf_counter()
-    capture = profile_code(code, namespace, job.get("backend", "auto"))
+    # once the cell is done, a late SIGINT must not stop the payload being written
+    capture = profile_code(
+        code,
+        namespace,
+        job.get("backend", "auto"),
+        after_cell=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
+    )
     wall = time.perf_counter() - started
-    attributed = attribute_records(capture.events, capture.records)
+    attributed = attribute_records(capture.timeline, capture.records)
     timings = dict(capture.timings)
     timings["attribute_s"] = time.perf_counter() - started - wall
+    timings["peak_rss_bytes"] = peak_rss_bytes()
     return build_payload(
         attributed,
         source=source_info,
@@ -81,21 +100,80 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
     )
 
 
-def main(argv: list[str]) -> int:
-    job_path, out_path = argv[1], argv[2]
-    with open(job_path, encoding="utf-8") as handle:
-        job = json.load(handle)
+def peak_rss_bytes() -> int | None:
+    """This process's peak resident memory so far, where the platform says."""
+    try:
+        import resource
+    except ImportError:  # Windows
+        return None
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak if sys.platform == "darwin" else peak * 1024  # macOS counts bytes, Linux KiB
+
+
+def read_job(fd: int) -> dict[str, Any]:
+    """The job: the first line the runner writes (more may follow only as EOF)."""
+    data = bytearray()
+    while not data.endswith(b"\n"):
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            raise SystemExit("gpulens: the runner closed the job stream before sending a job")
+        data += chunk
+    return json.loads(data)
+
+
+def watch_runner(fd: int) -> None:
+    """Waits for the runner's end of `fd` to close, then ends this process group."""
+    try:
+        while os.read(fd, 4096):
+            pass
+    except OSError:
+        pass
+    kill_own_group()
+
+
+def kill_own_group() -> None:
+    if hasattr(os, "killpg") and os.getpgrp() == os.getpid():
+        os.killpg(0, signal.SIGKILL)  # the runner made this process a group leader
+    os._exit(1)
+
+
+def take_streams() -> tuple[int, int]:
+    """(job stream, payload stream), private from here on; fds 0 and 1 go to the user."""
+    job_fd, payload_fd = os.dup(0), os.dup(1)  # not inherited by what the cell starts
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    os.dup2(2, 1)
+    return job_fd, payload_fd
+
+
+def restore_environment(saved: dict[str, str | None]) -> None:
+    """The variables the runner set for this bootstrap, back to the user's values."""
+    for name, value in saved.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+
+
+def main() -> int:
+    job_fd, payload_fd = take_streams()
+    job = read_job(job_fd)
+    threading.Thread(
+        target=watch_runner, args=(job_fd,), name="gpulens-runner", daemon=True
+    ).start()
+    restore_environment(job.get("environment", {}))
     payload = run_job(job)
-    partial = out_path + ".part"
-    with open(partial, "w", encoding="utf-8") as handle:
-        json.dump(payload, handle)
-    os.replace(partial, out_path)  # the runner never reads half a payload
+    sys.stdout.flush()
+    sys.stderr.flush()
+    data = json.dumps(payload).encode() + b"\n"  # one line: JSON escapes every newline
+    view = memoryview(data)
+    while view:
+        view = view[os.write(payload_fd, view) :]
     return 0
 
 
 if __name__ == "__main__":
-    status = main(sys.argv)
-    sys.stdout.flush()
-    sys.stderr.flush()
+    status = main()
     # Skip interpreter teardown: threads the cell left running must not hold the run open.
     os._exit(status)

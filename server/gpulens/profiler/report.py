@@ -83,6 +83,7 @@ def build_payload(
     pinned = pinned_bandwidth(lines)
     for line in lines:
         line["hints"] = line_hints(line, pinned)
+    warnings = list(warnings or []) + _timeline_warnings(attribution)
     return {
         "schema": SCHEMA,
         "source": source,
@@ -91,7 +92,7 @@ def build_payload(
         "wall_s": round(
             wall_s if wall_s is not None else _s(attribution["end"] - attribution["start"]), 6
         ),
-        "warnings": list(warnings or []),
+        "warnings": warnings,
         "lines": lines,
         "unattributed": {
             "kernels": attribution["unattributed"]["kernels"],
@@ -103,6 +104,28 @@ def build_payload(
         "code": code or [],
         "timings": timings or {},
     }
+
+
+def _timeline_warnings(attribution: Attribution) -> list[str]:
+    """What a long cell's bounded line timeline cost the join by time, if anything."""
+    found = []
+    dropped = sum(attribution.get("dropped", {}).values())
+    if dropped:
+        found.append(
+            f"{short_count(dropped)} GPU record{'' if dropped == 1 else 's'} could not be "
+            "placed on a line (counted as unattributed): the call was made early in a long "
+            "cell, from a stretch of its line timeline dropped to keep memory flat"
+        )
+    by_stack = attribution.get("by_stack", 0)
+    if by_stack:
+        calls = "GPU call was" if by_stack == 1 else "GPU calls were"
+        found.append(
+            f"{short_count(by_stack)} {calls} placed by Python stack: made early in this long "
+            "cell, before the stretch of line timeline kept, and torch.profiler reports only "
+            "after the cell; work launched from other threads there (autograd's backward) "
+            "is unattributed"
+        )
+    return found
 
 
 def failed_payload(

@@ -5,17 +5,37 @@ comprehensions and class bodies included), stamped by the capture backend's cloc
 GPU records can be placed on them by time. Python >= 3.12 uses `sys.monitoring` local events
 (no cost outside the cell's code); 3.11 falls back to `sys.settrace`, whose global hook runs
 on every Python call of the thread and costs more (the payload says so).
+
+Memory stays flat whatever the cell does: the callbacks only append to a short buffer, and
+each time it fills (`RAW_EVENTS_KEPT`), the events are folded into a `TimelineWalker` (hits
+and host time per line, and the segments that say which line ran when) and dropped. The
+segments are what GPU records are placed with, so they are kept too, but at most
+`SEGMENTS_KEPT`: past that, the backend is asked to place the calls it already has
+(`before_drop`) and the oldest half is dropped. So an interrupted cell has at most
+`RAW_EVENTS_KEPT` events left to walk before it can answer.
 """
 
 from __future__ import annotations
 
+import signal
 import sys
 import threading
-from collections.abc import Callable, Iterator
+import time
+from array import array
+from bisect import bisect_right
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from types import CodeType
 from typing import Any, TypedDict
 
 LINE, START, RETURN = 0, 1, 2
+# line number of a segment where the main thread ran none of the cell's lines
+OUTSIDE = 0
+# events buffered before they are folded into the walk (~165 B each while buffered)
+RAW_EVENTS_KEPT = 65_536
+# segments kept for placing GPU records by time (12 B each); past that the oldest half goes
+SEGMENTS_KEPT = 1_000_000
 
 # sys.monitoring tool ids a profiler may take, in order of preference (2 is PROFILER_ID).
 _TOOL_IDS = (2, 3, 4)
@@ -33,6 +53,27 @@ class LineEvents(TypedDict):
     end: int
 
 
+class Segments(TypedDict):
+    """Where the main thread was: `line[i]` from `t[i]` until `t[i + 1]` (OUTSIDE: none)."""
+
+    t: Sequence[int]
+    line: Sequence[int]
+
+
+class Timeline(TypedDict):
+    """A walked timeline: per-line hits and host ns, and the segments kept.
+
+    `retained_from`: segments before this time were dropped to bound memory (it is `start`
+    when none were), so a GPU call made earlier cannot be placed from `segments`."""
+
+    segments: Segments
+    hits: dict[int, int]
+    host: dict[int, int]
+    start: int
+    end: int
+    retained_from: int
+
+
 def cell_code_objects(code: CodeType) -> list[CodeType]:
     """`code` and every code object nested in it, depth first."""
     found: list[CodeType] = []
@@ -48,16 +89,226 @@ def monitoring_available() -> bool:
     return hasattr(sys, "monitoring")
 
 
-class LineRecorder:
-    """Records LINE/START/RETURN events of the given code objects on the calling thread."""
+def line_at(segments: Segments, t: int) -> int:
+    """The line the main thread was on at time `t` (OUTSIDE before the first segment)."""
+    i = bisect_right(segments["t"], t) - 1
+    return segments["line"][i] if i >= 0 else OUTSIDE
 
-    def __init__(self, code: CodeType, clock: Callable[[], int]) -> None:
+
+def place_calls(
+    placed: dict[int, tuple[int, int]],
+    calls: Iterable[tuple[int, int]],
+    segments: Segments,
+    retained_from: int,
+) -> None:
+    """Adds to `placed` (corr -> (start, line)) the line each call (corr, start) was made
+    from, for calls made within the segments kept; a corr keeps its earliest start."""
+    for corr, begin in calls:
+        if begin < retained_from or (corr in placed and placed[corr][0] <= begin):
+            continue
+        placed[corr] = (begin, line_at(segments, begin))
+
+
+def placed_columns(placed: dict[int, tuple[int, int]]) -> dict[str, list[int]]:
+    """`placed` as the `placed` record columns attribution reads."""
+    corrs = list(placed)
+    return {
+        "corr": corrs,
+        "start": [placed[c][0] for c in corrs],
+        "line": [placed[c][1] for c in corrs],
+    }
+
+
+class TimelineWalker:
+    """Replays line events in order, batch after batch, with a frame stack.
+
+    Host time is inclusive, as in line_profiler: a caller's line keeps running while a
+    cell-defined function it called runs. A frame left by an exception sends no RETURN, so
+    a LINE event of a frame lower on the stack pops the frames above it. Feeding the events
+    in any number of batches gives the same result as feeding them at once.
+    """
+
+    def __init__(self, start: int, keep_segments: bool = True) -> None:
+        self.start = start
+        self.keep_segments = keep_segments
+        self.hits: defaultdict[int, int] = defaultdict(int)
+        self.host: defaultdict[int, int] = defaultdict(int)
+        self.seg_t = array("q")
+        self.seg_line = array("i")
+        self.retained_from = start
+        # each frame: [code index, current line or None, time that line began]
+        self.stack: list[list[Any]] = []
+        self._last = OUTSIDE  # the line of the newest segment
+        self._last_t: int | None = None  # and its start
+
+    def feed(
+        self, events: Iterable[tuple[int, int, Any, int]], index: dict[int, int] | None = None
+    ) -> None:
+        """Walks `events` (t, kind, code, line); with `index`, `code` is a code object
+        mapped to its index by id."""
+        # the hot loop of a long cell: one pass, locals only, the common case first
+        stack, hits, host = self.stack, self.hits, self.host
+        add_t, add_line = self.seg_t.append, self.seg_line.append
+        seg_line, keep = self.seg_line, self.keep_segments
+        last, last_t = self._last, self._last_t
+        seen, code = None, -1
+        is_line, is_start, is_return, outside = LINE, START, RETURN, OUTSIDE
+        for now, kind, recorded, line in events:
+            if index is None:
+                code = recorded
+            elif recorded is not seen:  # events mostly come from one code object in a row
+                seen, code = recorded, index.get(id(recorded), -1)
+            if kind == is_line:
+                if not stack or stack[-1][0] != code:
+                    if any(frame[0] == code for frame in stack):
+                        while stack[-1][0] != code:
+                            _charge(stack, stack.pop(), now, host)
+                    else:  # a frame entered before recording began
+                        stack.append([code, None, now])
+                top = stack[-1]
+                if top[1] is not None:
+                    if len(stack) == 1:
+                        host[top[1]] += now - top[2]
+                    else:
+                        _charge(stack, top, now, host)
+                top[1] = current = line
+                top[2] = now
+                hits[line] += 1
+            else:
+                if kind == is_start:
+                    stack.append([code, None, now])
+                elif kind == is_return and any(frame[0] == code for frame in stack):
+                    while stack:
+                        frame = stack.pop()
+                        _charge(stack, frame, now, host)
+                        if frame[0] == code:
+                            break
+                current = outside
+                for frame in reversed(stack):
+                    if frame[1] is not None:
+                        current = frame[1]
+                        break
+            if current != last:
+                if keep:
+                    if now == last_t:
+                        seg_line[-1] = current
+                    else:
+                        add_t(now)
+                        add_line(current)
+                        last_t = now
+                last = current
+        self._last, self._last_t = last, last_t
+
+    def pause(self, ns: int) -> None:
+        """`ns` of the profiler's own work (a fold) are not charged to the running lines."""
+        for frame in self.stack:
+            frame[2] += ns
+
+    def segments(self) -> Segments:
+        return Segments(t=self.seg_t, line=self.seg_line)
+
+    def drop_oldest(self, keep: int) -> None:
+        """Keeps the newest `keep` segments; calls made before them can no longer be placed."""
+        extra = len(self.seg_t) - keep
+        if extra <= 0:
+            return
+        del self.seg_t[:extra]
+        del self.seg_line[:extra]
+        self.retained_from = self.seg_t[0] if self.seg_t else self.start
+
+    def finish(self, end: int) -> Timeline:
+        """Charges the frames still open up to `end`; the walked timeline."""
+        stack = self.stack
+        for frame in reversed(stack):
+            _charge(stack, frame, end, self.host)
+        stack.clear()
+        if self.keep_segments and self._last != OUTSIDE:
+            self.seg_t.append(end)
+            self.seg_line.append(OUTSIDE)
+        self._last = OUTSIDE
+        return Timeline(
+            segments=self.segments(),
+            hits=dict(self.hits),
+            host=dict(self.host),
+            start=self.start,
+            end=end,
+            retained_from=self.retained_from,
+        )
+
+
+def _charge(
+    stack: list[list[Any]], frame: list[Any], now: int, host: defaultdict[int, int]
+) -> None:
+    """Host time of `frame`'s current line, unless a frame below it is on the same line (a
+    comprehension's frame: the frame below already covers this time)."""
+    line = frame[1]
+    if line is None:
+        return
+    for other in stack:
+        if other is frame:
+            break
+        if other[1] == line:
+            return
+    host[line] += now - frame[2]
+
+
+def walk_events(events: LineEvents, keep_segments: bool = True) -> Timeline:
+    """The timeline of recorded columns (a fixture's, or a short cell's), walked at once."""
+    walker = TimelineWalker(events["start"], keep_segments)
+    walker.feed(iter_events(events))
+    return walker.finish(events["end"])
+
+
+@contextmanager
+def _interrupts_held(main_thread: bool) -> Iterator[None]:
+    """A SIGINT that arrives inside is delivered on the way out: a fold stopped half way
+    would lose or double events. Only the main thread can swap handlers; elsewhere and
+    under a handler installed from C, the signal is left alone."""
+    previous = signal.getsignal(signal.SIGINT) if main_thread else None
+    if previous is None:
+        yield
+        return
+    held: list[int] = []
+    signal.signal(signal.SIGINT, lambda number, _frame: held.append(number))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if held:
+            signal.raise_signal(signal.SIGINT)
+
+
+class LineRecorder:
+    """Records LINE/START/RETURN events of the given code objects on the calling thread.
+
+    `keep_segments`: whether GPU records will be placed by time (a host-only run needs
+    hits and host time alone). `before_drop(segments, retained_from)` runs before the
+    oldest segments are dropped, so a backend can place the calls it has by then.
+    """
+
+    def __init__(
+        self,
+        code: CodeType,
+        clock: Callable[[], int],
+        *,
+        keep_segments: bool = True,
+        before_drop: Callable[[Segments, int], None] | None = None,
+    ) -> None:
         self.codes = cell_code_objects(code)
         self.clock = clock
         self.method = "sys.monitoring" if monitoring_available() else "sys.settrace"
+        self.keep_segments = keep_segments
+        self.before_drop = before_drop
+        self.folds = 0
+        self.fold_ns = 0
+        self.drop_errors: list[str] = []
         self._raw: list[tuple[int, int, Any, int]] = []
+        self._index = {id(code): i for i, code in enumerate(self.codes)}
+        self._walker: TimelineWalker | None = None
+        self._timeline: Timeline | None = None
         self._tool: int | None = None
         self._previous_trace: Any = None
+        self._main_is_main = threading.current_thread() is threading.main_thread()
         self.start_ns = 0
         self.end_ns = 0
 
@@ -71,6 +322,7 @@ class LineRecorder:
 
     def start(self) -> None:
         self.start_ns = self.clock()
+        self._walker = TimelineWalker(self.start_ns, self.keep_segments)
         if self.method == "sys.monitoring":
             self._start_monitoring()
         else:
@@ -85,6 +337,31 @@ class LineRecorder:
         if not self.end_ns:
             self.end_ns = self.clock()
 
+    # -- folding -------------------------------------------------------------------------
+    def _fold(self) -> None:
+        """Walks the buffered events and drops them; drops old segments past the budget.
+
+        Runs inside an event callback on the main thread, so no event is added meanwhile;
+        its own time is taken out of the running line's host time."""
+        began = self.clock()
+        # the fold's wall time, reported: the session clock (CUPTI's) is for the timeline
+        began_wall = time.perf_counter_ns()
+        walker = self._walker
+        assert walker is not None
+        with _interrupts_held(self._main_is_main):
+            walker.feed(self._raw, self._index)
+            self._raw.clear()
+            if len(walker.seg_t) > SEGMENTS_KEPT:
+                if self.before_drop is not None:
+                    try:
+                        self.before_drop(walker.segments(), walker.retained_from)
+                    except Exception as error:  # the cell runs on; the payload says what
+                        self.drop_errors.append(f"{type(error).__name__}: {error}")
+                walker.drop_oldest(SEGMENTS_KEPT // 2)
+            walker.pause(self.clock() - began)
+            self.folds += 1
+            self.fold_ns += time.perf_counter_ns() - began_wall
+
     # -- sys.monitoring (3.12+) ------------------------------------------------------------
     def _start_monitoring(self) -> None:
         mon = sys.monitoring  # type: ignore[attr-defined]
@@ -97,18 +374,24 @@ class LineRecorder:
             )
         mon.use_tool_id(tool, "gpulens")
         self._tool = tool
-        append, clock = self._raw.append, self.clock
+        raw = self._raw
+        append, clock, fold = raw.append, self.clock, self._fold
+        limit = RAW_EVENTS_KEPT
         main = threading.get_ident()
         get_ident = threading.get_ident
 
-        # One tuple per event; code objects are mapped to indexes after the run.
+        # One tuple per event; code objects are mapped to indexes when folded.
         def on_line(code: CodeType, line: int) -> None:
             if get_ident() == main:
                 append((clock(), LINE, code, line))
+                if len(raw) >= limit:
+                    fold()
 
         def on_start(code: CodeType, offset: int) -> None:
             if get_ident() == main:
                 append((clock(), START, code, 0))
+                if len(raw) >= limit:
+                    fold()
 
         def on_return(code: CodeType, offset: int, value: object) -> None:
             if get_ident() == main:
@@ -148,11 +431,15 @@ class LineRecorder:
     # -- sys.settrace (3.11) -------------------------------------------------------------
     def _start_settrace(self) -> None:
         wanted = {id(code) for code in self.codes}
-        append, clock = self._raw.append, self.clock
+        raw = self._raw
+        append, clock, fold = raw.append, self.clock, self._fold
+        limit = RAW_EVENTS_KEPT
 
         def local(frame: Any, event: str, arg: object) -> Any:
             if event == "line":
                 append((clock(), LINE, frame.f_code, frame.f_lineno))
+                if len(raw) >= limit:
+                    fold()
             elif event == "return":
                 append((clock(), RETURN, frame.f_code, 0))
             return local
@@ -161,6 +448,8 @@ class LineRecorder:
             # Frames of other code are never traced line by line: returning None is the cost cap.
             if event == "call" and id(frame.f_code) in wanted:
                 append((clock(), START, frame.f_code, 0))
+                if len(raw) >= limit:
+                    fold()
                 return local
             return None
 
@@ -175,8 +464,19 @@ class LineRecorder:
             self._tracing = False
 
     # -- result --------------------------------------------------------------------------
-    def events(self) -> LineEvents:
-        index = {id(code): i for i, code in enumerate(self.codes)}
+    def timeline(self) -> Timeline:
+        """The walked timeline (call after stop): the events not yet folded are walked now."""
+        if self._timeline is None:
+            walker = self._walker or TimelineWalker(self.start_ns, self.keep_segments)
+            walker.feed(self._raw, self._index)
+            self._timeline = walker.finish(self.end_ns or self.clock())
+        return self._timeline
+
+    def events(self) -> LineEvents | None:
+        """The recorded events as columns, for a test fixture; None once any were folded."""
+        if self.folds:
+            return None
+        index = self._index
         t, kind, code, line = [], [], [], []
         for stamp, event, obj, number in self._raw:
             t.append(stamp)

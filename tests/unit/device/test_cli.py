@@ -102,4 +102,4 @@ def test_watch_refreshes_until_interrupted() -> None:
 def test_watch_needs_a_positive_interval() -> None:
     done = gpulens("status", "--watch", "0")
     assert done.returncode == 2
-    assert "--watch needs a positive number" in done.stderr
+    assert "--watch: expected a positive, finite number of seconds" in done.stderr

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import select
 import subprocess
 import sys
 import textwrap
@@ -139,3 +140,23 @@ def test_text_and_html_reports(tmp_path: Path, fmt: str) -> None:
     else:
         assert done.stdout.startswith("<!DOCTYPE html>") and "</html>" in done.stdout
         assert "<script" not in done.stdout and "http" not in done.stdout  # self-contained
+
+
+def test_text_format_shows_the_scripts_output_as_it_comes(tmp_path: Path) -> None:
+    script = tmp_path / "slow.py"
+    script.write_text("import time\nprint('first step done', flush=True)\ntime.sleep(30)\n")
+    cli = subprocess.Popen(
+        [sys.executable, "-m", "gpulens", "profile", str(script), "--backend", "host"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert cli.stderr is not None
+        # the script sleeps 30 s after printing: the line must come long before that
+        readable, _, _ = select.select([cli.stderr], [], [], 10)
+        assert readable, "the output waited for the end of the run"
+        assert cli.stderr.readline() == "first step done\n"
+    finally:
+        cli.terminate()
+        cli.wait(timeout=30)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ def kernel() -> Iterator[Any]:
         os.environ, PYTHONPATH=os.pathsep.join(filter(None, [SERVER, os.environ.get("PYTHONPATH")]))
     )
     manager, client = start_new_kernel(kernel_name="python3", env=env)
+    client.kernel_manager = manager  # for the tests that interrupt it
     try:
         yield client
     finally:
@@ -33,10 +35,17 @@ def kernel() -> Iterator[Any]:
 
 def execute(client: Any, code: str) -> tuple[str, list[dict[str, Any]], str]:
     """(status, display_data bundles, stream text) of one execution."""
-    msg_id = client.execute(code)
+    status, bundles, text, _ = execute_reply(client, client.execute(code))
+    return status, bundles, text
+
+
+def execute_reply(
+    client: Any, msg_id: str, timeout: float = 30
+) -> tuple[str, list[dict[str, Any]], str, dict[str, Any]]:
+    """(status, display_data bundles, stream text, reply content) of a sent execution."""
     bundles, text = [], ""
     while True:
-        msg = client.get_iopub_msg(timeout=30)
+        msg = client.get_iopub_msg(timeout=timeout)
         if msg["parent_header"].get("msg_id") != msg_id:
             continue
         kind, content = msg["msg_type"], msg["content"]
@@ -46,10 +55,10 @@ def execute(client: Any, code: str) -> tuple[str, list[dict[str, Any]], str]:
             text += content["text"]
         elif kind == "status" and content["execution_state"] == "idle":
             break
-    reply = client.get_shell_msg(timeout=30)
+    reply = client.get_shell_msg(timeout=timeout)
     while reply["parent_header"].get("msg_id") != msg_id:
-        reply = client.get_shell_msg(timeout=30)
-    return reply["content"]["status"], bundles, text
+        reply = client.get_shell_msg(timeout=timeout)
+    return reply["content"]["status"], bundles, text, reply["content"]
 
 
 def test_magic_profiles_a_cell_with_the_kernel_state(kernel: Any) -> None:
@@ -99,3 +108,31 @@ def test_status_line_magic(kernel: Any) -> None:
     # this machine has no NVIDIA driver: the table says so, with the reason
     assert text.startswith("CPU only:")
     assert "driver" in text
+
+
+def test_a_bad_option_is_a_usage_error_and_the_cell_does_not_run(kernel: Any) -> None:
+    execute(kernel, "%load_ext gpulens")
+    msg_id = kernel.execute("%%gpulens --bad-option\nran_anyway = True")
+    status, bundles, _, reply = execute_reply(kernel, msg_id)
+    assert status == "error" and reply["ename"] == "UsageError"  # "Run all" stops here
+    assert "--bad-option" in reply["evalue"] and "--backend" in reply["evalue"]
+    assert not bundles
+    _, _, text = execute(kernel, "print('ran_anyway' in globals())")
+    assert text.strip() == "False"
+
+
+def test_an_interrupted_long_cell_answers_within_a_second(kernel: Any) -> None:
+    """Millions of line events before the interrupt; what is left to walk after it is
+    bounded. 3 s leaves room for a loaded machine (the benchmark reports the real figure)."""
+    execute(kernel, "%load_ext gpulens")
+    msg_id = kernel.execute("%%gpulens --backend host\ntotal = 0\nwhile True:\n    total += 1")
+    time.sleep(4)
+    interrupted = time.monotonic()
+    kernel.kernel_manager.interrupt_kernel()
+    status, bundles, _, reply = execute_reply(kernel, msg_id, timeout=60)
+    answered = time.monotonic() - interrupted
+    assert status == "error" and reply["ename"] == "KeyboardInterrupt"
+    payload = bundles[0][MIME]
+    hits = {line["line"]: line["hits"] for line in payload["lines"]}
+    assert hits[4] > 100_000 and abs(hits[3] - hits[4]) <= 1
+    assert answered <= 3.0, f"answered {answered:.2f} s after the interrupt"

@@ -87,3 +87,73 @@ def test_without_the_clock_only_python_stacks_place_work() -> None:
     assert "api" not in records and len(records["corr_line"]) == built
     assert sum(payload["unattributed"].values()) == built > 0
     assert all(line["kernels"]["count"] == 0 for line in payload["lines"])
+
+
+def test_a_trace_ended_mid_cell_places_its_calls_before_their_segments_are_dropped() -> None:
+    """A long cell: torch.profiler's trace is ended when the line timeline drops its oldest
+    segments, its calls placed on their lines then, and a new trace begins. Replayed on the
+    recorded training steps cut in two at the midpoint: the same per-line costs as one trace,
+    with no segment before the cut left to place the first trace's calls by."""
+    from bisect import bisect_right
+
+    from gpulens.profiler.capture.torch import merge_parts
+    from gpulens.profiler.timeline import (
+        OUTSIDE,
+        Segments,
+        line_at,
+        place_calls,
+        placed_columns,
+        walk_events,
+    )
+
+    fixture = load_fixture("train_step_torch")
+    raw = fixture["records"]
+    calls, mark = raw["torch_calls"], raw["clock_mark"]
+    whole = attribute_records(
+        fixture["events"], records_from_calls(calls, fixture["filename"], mark)
+    )
+    marker = next(call for call in calls if call["name"] == MARKER)
+    offset = clock_offset(marker, mark)
+    ordered = sorted(calls, key=lambda call: call["start"])
+    cut = ordered[len(ordered) // 2]["start"]
+    first = [call for call in calls if call["start"] < cut]
+    second = [call for call in calls if call["start"] >= cut]
+    # each trace has its marker (the second one's comes when it begins)
+    second.insert(0, {**marker, "start": cut, "end": cut})
+    mark_two = {**mark, "trace_start": None, "before": cut + offset, "after": cut + offset}
+
+    timeline = walk_events(fixture["events"])
+    part_one = records_from_calls(first, fixture["filename"], mark)
+    placed: dict[int, tuple[int, int]] = {}
+    api = part_one["api"]
+    place_calls(placed, zip(api["corr"], api["start"], strict=True), timeline["segments"], 0)
+    corr_count = sum(len(part_one[f]["corr"]) for f in ("kernels", "memcpy", "memset", "syncs"))
+    part_two = records_from_calls(second, fixture["filename"], mark_two, corr_base=corr_count)
+    records = merge_parts([part_one, part_two])
+    records["placed"] = placed_columns(placed)
+
+    # the segments before the one running at the cut are gone (as when the timeline drops
+    # its oldest half at the cut): only `placed` can put most of the first trace's calls
+    segments = timeline["segments"]
+    first_kept = bisect_right(segments["t"], cut + offset) - 1
+    kept = Segments(t=segments["t"][first_kept:], line=segments["line"][first_kept:])
+    dropped = {**timeline, "segments": kept, "retained_from": kept["t"][0]}
+    early = [s for s in api["start"] if s < kept["t"][0]]
+    assert len(early) > len(api["start"]) // 2
+    assert {line_at(kept, s) for s in early} == {OUTSIDE}
+    split = attribute_records(dropped, records)
+
+    def costs(result: Any) -> dict[int, tuple[int, int, int, int]]:
+        return {
+            line["line"]: (
+                line["kernels"]["count"],
+                sum(d["count"] for d in line["transfers"].values()),
+                line["syncs"]["count"],
+                line["other_thread_calls"],
+            )
+            for line in result["lines"]
+        }
+
+    assert split["unattributed"] == whole["unattributed"] == NOTHING
+    assert costs(split) == costs(whole)
+    assert sum(k for k, *_ in costs(whole).values()) > 0

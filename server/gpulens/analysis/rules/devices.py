@@ -106,7 +106,7 @@ def _site(span: Span, spelled: Callable[[str], str], ctx: Context) -> None:
     if ctx.spelled("torch", "torch") is None:
         return
     # the same preamble "Move to device" writes: a free name, `import torch` if missing
-    made = device_preamble(ctx.source.text, ctx.config.device)
+    made = device_preamble(ctx.module_text(), ctx.config.device)
     if made is None:
         return  # the file does not parse as a whole: no edit after its imports
     name, preamble = made

@@ -204,7 +204,7 @@ def _untouched_since(name: str, factory: ast.Call, ctx: Context) -> bool:
 
 def _defined_before(name: str, factory: ast.Call, ctx: Context) -> bool:
     """The device variable the fix moves up is bound before the factory's line."""
-    for node in ast.walk(ctx.tree):
+    for node in ast.walk(ctx.module_tree()):
         match node:
             case ast.Name(id=bound, ctx=ast.Store()) | ast.arg(arg=bound) if (
                 bound == name and node.lineno < factory.lineno

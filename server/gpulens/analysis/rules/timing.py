@@ -175,7 +175,9 @@ def chooses_only_cuda(ctx: Context) -> bool:
 
 
 def _scan_devices(ctx: Context) -> bool:
-    for node in ast.walk(ctx.tree):
+    # a read of the whole module: the memo key holds its result for the imports a body
+    # starts with; a body that changes them and asks again is not memoized
+    for node in ast.walk(ctx.module_tree()):
         match node:
             case ast.Call(func=func, args=arguments):
                 name = ctx.qualname(func) or ""
@@ -220,7 +222,7 @@ def in_timed_region(node: ast.AST, ctx: Context) -> bool:
     of the same function (or of the module's own code), or inside a timer's `with` block."""
     if ctx.timers:
         return True
-    owner: ast.AST = ctx.function or ctx.tree
+    owner: ast.AST = ctx.function or ctx.module_tree()
     lines = ctx.clock_lines.get(id(owner))
     if lines is None:
         lines = ctx.clock_lines[id(owner)] = _clock_lines(owner, ctx)

@@ -13,11 +13,12 @@ import os
 import sys
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import CodeType
 from typing import Any, Protocol
 
-from gpulens.profiler.timeline import LineEvents, LineRecorder
+from gpulens.profiler.timeline import LineEvents, LineRecorder, Timeline
 
 BACKENDS = ("auto", "cupti", "torch", "host")
 SETTRACE_WARNING = (
@@ -28,6 +29,12 @@ SETTRACE_WARNING = (
 
 
 class Session(Protocol):
+    """A capture backend. Optional attributes the capture looks for: `keeps_segments`
+    (False: no record is placed by time, the line timeline needs no segments),
+    `place_calls(segments, retained_from)` (place the calls recorded so far before old
+    segments are dropped), `retained_from` (set before `finish`: calls made earlier than
+    this cannot be placed by time) and `filename` (the cell's file name)."""
+
     name: str
     clock: Any
     warnings: list[str]
@@ -40,7 +47,7 @@ class Session(Protocol):
 @dataclass
 class Capture:
     backend: str
-    events: LineEvents
+    timeline: Timeline
     records: dict[str, Any]
     gpus: list[dict[str, Any]]
     warnings: list[str]
@@ -48,6 +55,12 @@ class Capture:
     timings: dict[str, float] = field(default_factory=dict)
     # the exception the cell raised, for callers that re-raise it (never serialized)
     exception: BaseException | None = None
+    recorder: LineRecorder | None = field(default=None, repr=False)
+
+    def line_events(self) -> LineEvents | None:
+        """The raw line events, for a test fixture; None for a cell long enough that they
+        were folded into the timeline as it ran."""
+        return self.recorder.events() if self.recorder is not None else None
 
 
 def cupti_holder() -> str | None:
@@ -131,12 +144,27 @@ def describe_error(error: BaseException, filename: str) -> dict[str, Any]:
     }
 
 
-def profile_code(code: CodeType, namespace: dict[str, Any], backend: str = "auto") -> Capture:
-    """Runs `code` in `namespace` under a backend; the cell's exception, if any, is caught
-    and described in `Capture.error` (and kept in `Capture.exception`). The backend and the
-    line hooks are always released, also on KeyboardInterrupt."""
-    session, warnings = open_session(backend)
-    recorder = LineRecorder(code, session.clock)
+def profile_code(
+    code: CodeType,
+    namespace: dict[str, Any],
+    backend: str | Session = "auto",
+    after_cell: Callable[[], None] | None = None,
+) -> Capture:
+    """Runs `code` in `namespace` under a backend (a name, or a session to use as it is);
+    the cell's exception, if any, is caught and described in `Capture.error` (and kept in
+    `Capture.exception`). The backend and the line hooks are always released, also on
+    KeyboardInterrupt. `after_cell` runs as soon as the cell's code is done (the child stops
+    listening to SIGINT there)."""
+    if isinstance(backend, str):
+        session, warnings = open_session(backend)
+    else:
+        session, warnings = backend, []
+    recorder = LineRecorder(
+        code,
+        session.clock,
+        keep_segments=getattr(session, "keeps_segments", True),
+        before_drop=getattr(session, "place_calls", None),
+    )
     if hasattr(session, "filename"):  # backends that place records by stack frame
         session.filename = code.co_filename
     if recorder.method == "sys.settrace":
@@ -156,27 +184,43 @@ def profile_code(code: CodeType, namespace: dict[str, Any], backend: str = "auto
             raised = exc
             error = describe_error(exc, code.co_filename)
         finally:
+            if after_cell is not None:
+                after_cell()
             recorder.stop()
             ran = time.perf_counter()
     finally:
-        records = session.finish()
+        try:
+            timeline = recorder.timeline()
+            if hasattr(session, "retained_from"):
+                session.retained_from = timeline["retained_from"]
+        finally:
+            records = session.finish()
     finished = time.perf_counter()
     warnings.extend(session.warnings)
-    # begin: enabling the backend; cell: the cell alone; finish: flush, release, decode
+    warnings.extend(
+        f"placing GPU calls before old line segments were dropped failed ({problem})"
+        for problem in dict.fromkeys(recorder.drop_errors)
+    )
+    # begin: enabling the backend; cell: the cell alone, less the folds of its line
+    # timeline (fold_s, when it had any); finish: flush, release, decode
     timings = {
         "begin_s": started - began,
-        "cell_s": ran - started,
+        "cell_s": max(0.0, ran - started - recorder.fold_ns / 1e9),
         "run_s": ran - began,
         "finish_s": finished - ran,
     }
+    if recorder.folds:
+        timings["folds"] = recorder.folds
+        timings["fold_s"] = recorder.fold_ns / 1e9
     timings.update(records.pop("_timings", {}))
     return Capture(
         backend=session.name,
-        events=recorder.events(),
+        timeline=timeline,
         records=records,
         gpus=session.gpus(),
         warnings=warnings,
         error=error,
         timings=timings,
         exception=raised,
+        recorder=recorder,
     )

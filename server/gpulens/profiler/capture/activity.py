@@ -10,6 +10,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import struct
+from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -53,12 +54,12 @@ def _walk_by_cupti(lib: ctypes.CDLL, blob: bytes, begin: int, end: int) -> list[
     return found
 
 
-def decode_buffers(buffers: list[bytes], session: CuptiSession) -> dict[str, Any]:
-    """Completed activity buffers -> plain columns per record family (see attribution)."""
+def _gatherer(
+    buffers: list[bytes], session: CuptiSession, families: Collection[str]
+) -> Callable[[str], Any]:
+    """Finds the records of `families` in the buffers; returns family -> numpy records."""
     import numpy as np
 
-    if not buffers:
-        return {}
     tables = session.tables
     family_of, sizes = tables.family_of, tables.sizes
     widest = max(sizes.values())
@@ -84,7 +85,7 @@ def decode_buffers(buffers: list[bytes], session: CuptiSession) -> dict[str, Any
             walk = _walk_by_cupti(session.sink.lib, blob, begin, end)
         for kind, offset in walk:
             family = family_of.get(kind)
-            if family is not None:
+            if family in families:
                 offsets[family].append(offset)
         begin = end
     words.release()
@@ -98,20 +99,44 @@ def decode_buffers(buffers: list[bytes], session: CuptiSession) -> dict[str, Any
         rows = raw[where[:, None] + np.arange(dtype.itemsize)]
         return np.ascontiguousarray(rows).view(dtype).reshape(-1)
 
-    out: dict[str, Any] = {}
-    api = gather("api")
+    return gather
+
+
+def _api_columns(api: Any, tables: Any) -> dict[str, list[int]]:
+    """The API records of the calls that make or wait for GPU work, as columns."""
+    import numpy as np
+
     keys = api["kind"].astype(np.int64) << 32 | api["cbid"].astype(np.int64)
     seen = np.unique(keys).tolist()
     tables.learn(seen)
     kept = [key for key in seen if key in tables.selected]
     if len(kept) < len(seen):
         api = api[np.isin(keys, kept)]
-    out["api"] = {
+    return {
         "corr": api["correlation_id"].tolist(),
         "start": api["start"].tolist(),
         "end": api["end"].tolist(),
         "tid": api["thread_id"].tolist(),
     }
+
+
+def decode_api_calls(buffers: list[bytes], session: CuptiSession) -> dict[str, list[int]]:
+    """The API call records alone (corr, start, end, tid): what placing calls on lines needs."""
+    if not buffers:
+        return {"corr": [], "start": [], "end": [], "tid": []}
+    return _api_columns(_gatherer(buffers, session, ("api",))("api"), session.tables)
+
+
+def decode_buffers(buffers: list[bytes], session: CuptiSession) -> dict[str, Any]:
+    """Completed activity buffers -> plain columns per record family (see attribution)."""
+    import numpy as np
+
+    if not buffers:
+        return {}
+    tables = session.tables
+    gather = _gatherer(buffers, session, tables.kinds)
+
+    out: dict[str, Any] = {"api": _api_columns(gather("api"), tables)}
     kernels = gather("kernels")
     pointers, name_index = np.unique(kernels["name"], return_inverse=True)
     out["names"] = [_read_name(int(p)) for p in pointers.tolist()]

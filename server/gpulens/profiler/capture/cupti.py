@@ -20,9 +20,13 @@ import threading
 import time
 from typing import Any
 
-from gpulens.profiler.capture.activity import CUPTI_SUCCESS, decode_buffers
+from gpulens.profiler.capture.activity import CUPTI_SUCCESS, decode_api_calls, decode_buffers
+from gpulens.profiler.timeline import Segments, place_calls, placed_columns
 
 FLUSH_FORCED = 1
+# mid-cell: the buffers whose records are all complete, full or not (a forced flush would
+# also hand over a kernel still running, its record incomplete)
+FLUSH_COMPLETED = 0
 BUFFER_BYTES = 8 * 1024 * 1024
 # idle buffers kept between profiles (CUPTI asks for one at a time per context)
 IDLE_BUFFERS_KEPT = 4
@@ -276,6 +280,9 @@ class CuptiSession:
         self._zeroed_before: int | None = None
         self._enabled: list[int] = []
         self.main_tid = threading.get_native_id()
+        # calls placed on their line while the cell ran, before their segments were dropped
+        self._placed: dict[int, tuple[int, int]] = {}
+        self._buffers_placed = 0
 
     # -- lifecycle -----------------------------------------------------------------------
     def begin(self) -> None:
@@ -285,6 +292,8 @@ class CuptiSession:
         with self.sink.lock:
             self.sink.completed.clear()
             self.sink.collecting = True
+        self._placed.clear()
+        self._buffers_placed = 0
         rc = self.sink.lib.cuptiActivityRegisterCallbacks(
             ctypes.cast(self.sink.request, ctypes.c_void_p),
             ctypes.cast(self.sink.complete, ctypes.c_void_p),
@@ -307,6 +316,21 @@ class CuptiSession:
         # which works only with RUNTIME/DRIVER on: measured on the H200). Turning off all
         # ~1,000 cost 0.6 ms on each begin and as much to restore.
         self._turned_off = self.tables.set_api_calls(self.tables.turned_off, on=False)
+
+    def place_calls(self, segments: Segments, retained_from: int) -> None:
+        """Before the line timeline drops its oldest segments: hands over the buffers CUPTI
+        has completed and places each API call they hold on the line it was made from.
+
+        The main thread is inside the recorder, so its own calls have all returned; a call
+        still running on another thread is placed at a later fold, while its start is still
+        among the segments kept."""
+        self.cupti.activity_flush_all(FLUSH_COMPLETED)
+        with self.sink.lock:
+            fresh = self.sink.completed[self._buffers_placed :]
+            self._buffers_placed = len(self.sink.completed)
+        api = decode_api_calls(fresh, self)
+        calls = zip(api["corr"], api["start"], strict=True)
+        place_calls(self._placed, calls, segments, retained_from)
 
     def finish(self) -> dict[str, Any]:
         """Waits for the cell's GPU work, flushes, releases CUPTI, decodes. Never raises."""
@@ -334,6 +358,8 @@ class CuptiSession:
         released = time.perf_counter()
         records = decode_buffers(buffers, self)
         records["main_tid"] = self.main_tid
+        if self._placed:
+            records["placed"] = placed_columns(self._placed)
         decoded = time.perf_counter()
         records["_timings"] = {
             "flush_s": flushed - began,

@@ -10,6 +10,7 @@ class HostSession:
     """No GPU records: the line timeline alone, on the host's monotonic clock."""
 
     name = "host"
+    keeps_segments = False  # no record is placed by time: hits and host time suffice
 
     def __init__(self) -> None:
         self.clock = time.perf_counter_ns

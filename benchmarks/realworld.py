@@ -1,0 +1,618 @@
+"""gpulens on real code: how many of its findings deserve a user's attention, and how many of
+the pitfalls a reader finds by eye it reports.
+
+The corpus is public code bases of different styles (training scripts, trainer libraries, a
+fine-tuning toolkit, a speech model's decoding loop, diffusion samplers, CuPy code), fetched
+at pinned versions from the package index pip uses and cached in `.cache/realworld/`. Only
+the labels live in the repository: `benchmarks/realworld/labels/<package>.toml`, one file per
+package, holding the pin, the files in scope, the split (`tuned` or `heldout`), a verdict for
+every finding gpulens printed (`tp`: a GPU cost worth fixing; `negligible`: true but not worth
+a user's time; `fp`: wrong for the code it sits on) and the *sites*: real pitfalls a reader
+finds by eye, each with the rule that should report it.
+
+    python benchmarks/realworld.py                    # the figures, and the unlabeled findings
+    python benchmarks/realworld.py --split tuned      # only the packages analysis work may read
+    python benchmarks/realworld.py --only timm --show-unlabeled   # each new finding in context
+    python benchmarks/realworld.py --json
+
+Precision counts labeled findings: lenient = (tp + negligible) / labeled, strict = tp /
+labeled. A site is found when a finding of the site's rule starts on the site's line. Findings
+are counted once per (path, line, rule). Exit status: 0 whatever the figures, 1 on an error
+(a label file that does not parse, a download that fails, gpulens failing on a file).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import tarfile
+import tomllib
+import urllib.parse
+import urllib.request
+import zipfile
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+ROOT = Path(__file__).resolve().parent.parent
+LABELS = Path(__file__).resolve().parent / "realworld" / "labels"
+CACHE = ROOT / ".cache" / "realworld"
+
+VERDICTS = ("tp", "negligible", "fp")
+SPLITS = ("tuned", "heldout")
+RULES = tuple(f"GPU{n:03d}" for n in range(1, 12))
+CONTEXT_LINES = 4  # lines shown above and below an unlabeled finding
+
+
+class CorpusError(Exception):
+    """A problem a user must fix before the figures mean anything; the message says which."""
+
+
+# --- labels ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Label:
+    path: str
+    line: int
+    rule: str
+    verdict: str
+    reason: str
+
+    @property
+    def key(self) -> tuple[str, int, str]:
+        return (self.path, self.line, self.rule)
+
+
+@dataclass(frozen=True, slots=True)
+class Site:
+    path: str
+    line: int
+    rule: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Package:
+    name: str
+    version: str
+    file: str  # the exact file on the index: an sdist or a wheel
+    sha256: str
+    split: str
+    style: str
+    scope: tuple[str, ...]  # path prefixes inside the archive (its top folder stripped)
+    findings: tuple[Label, ...]
+    sites: tuple[Site, ...]
+    source: Path  # the labels file
+
+
+def load_corpus(folder: Path = LABELS) -> list[Package]:
+    """Every package of the corpus, in name order; CorpusError names the file and entry at fault."""
+    packages = [load_package(path) for path in sorted(folder.glob("*.toml"))]
+    if not packages:
+        raise CorpusError(f"{folder}: no label files (*.toml)")
+    names = [p.name for p in packages]
+    if len(set(names)) != len(names):
+        raise CorpusError(f"{folder}: a package is labeled in two files")
+    return packages
+
+
+def load_package(path: Path) -> Package:
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as error:
+        raise CorpusError(f"{path}: {error}") from None
+
+    def text(key: str) -> str:
+        value = data.get(key)
+        if not isinstance(value, str) or not value.strip():
+            raise CorpusError(f"{path}: `{key}` must be a non-empty string")
+        return value
+
+    split = text("split")
+    if split not in SPLITS:
+        raise CorpusError(f"{path}: split {split!r} is not one of {', '.join(SPLITS)}")
+    sha256 = text("sha256")
+    if len(sha256) != 64 or any(c not in "0123456789abcdef" for c in sha256):
+        raise CorpusError(f"{path}: sha256 must be 64 lowercase hex digits")
+    scope = data.get("scope")
+    if not isinstance(scope, list) or not scope or not all(isinstance(s, str) for s in scope):
+        raise CorpusError(f"{path}: `scope` must be a list of path prefixes")
+    findings = tuple(_label(path, n, entry) for n, entry in enumerate(data.get("findings", []), 1))
+    sites = tuple(_site(path, n, entry) for n, entry in enumerate(data.get("sites", []), 1))
+    seen: set[tuple[str, int, str]] = set()
+    for label in findings:
+        if label.key in seen:
+            raise CorpusError(f"{path}: {label.path}:{label.line} {label.rule} is labeled twice")
+        seen.add(label.key)
+    site_keys = [(s.path, s.line, s.rule) for s in sites]
+    if len(set(site_keys)) != len(site_keys):
+        raise CorpusError(f"{path}: a site is listed twice")
+    for label in findings:
+        if label.verdict == "tp" and label.key not in set(site_keys):
+            raise CorpusError(
+                f"{path}: {label.path}:{label.line} {label.rule} is a tp finding but not a site "
+                "(every pitfall worth fixing is a site, found or not)"
+            )
+    return Package(
+        name=text("name"),
+        version=text("version"),
+        file=text("file"),
+        sha256=sha256,
+        split=split,
+        style=text("style"),
+        scope=tuple(scope),
+        findings=findings,
+        sites=sites,
+        source=path,
+    )
+
+
+def _fields(path: Path, what: str, n: int, entry: object, keys: Sequence[str]) -> dict:
+    if not isinstance(entry, dict):
+        raise CorpusError(f"{path}: {what} {n} is not a table")
+    missing = [k for k in keys if k not in entry]
+    extra = [k for k in entry if k not in keys]
+    if missing or extra:
+        raise CorpusError(
+            f"{path}: {what} {n} needs exactly {', '.join(keys)}"
+            + (f" (missing {', '.join(missing)})" if missing else "")
+            + (f" (unknown {', '.join(extra)})" if extra else "")
+        )
+    if not isinstance(entry["line"], int) or entry["line"] < 1:
+        raise CorpusError(f"{path}: {what} {n}: line must be a positive integer")
+    if entry["rule"] not in RULES:
+        raise CorpusError(f"{path}: {what} {n}: rule {entry['rule']!r} is not GPU001–GPU011")
+    if not isinstance(entry["reason"], str) or len(entry["reason"].strip()) < 8:
+        raise CorpusError(f"{path}: {what} {n}: give a one-line reason")
+    if "\n" in entry["reason"]:
+        raise CorpusError(f"{path}: {what} {n}: the reason must be one line")
+    if not isinstance(entry["path"], str) or not entry["path"].endswith((".py", ".ipynb")):
+        raise CorpusError(f"{path}: {what} {n}: path must name a .py or .ipynb file")
+    return entry
+
+
+def _label(path: Path, n: int, entry: object) -> Label:
+    keys = ("path", "line", "rule", "verdict", "reason")
+    fields = _fields(path, "finding", n, entry, keys)
+    if fields["verdict"] not in VERDICTS:
+        allowed = ", ".join(VERDICTS)
+        raise CorpusError(
+            f"{path}: finding {n}: verdict {fields['verdict']!r} is not one of {allowed}"
+        )
+    return Label(**fields)
+
+
+def _site(path: Path, n: int, entry: object) -> Site:
+    return Site(**_fields(path, "site", n, entry, ("path", "line", "rule", "reason")))
+
+
+# --- fetching ----------------------------------------------------------------------------------
+
+
+def index_url() -> str:
+    """The simple index pip uses here: PIP_INDEX_URL, then pip's configuration, then pip's own
+    default. The archives are fetched through its JSON API rather than `pip download`, which
+    builds an sdist's metadata first: that runs the package's setup code (CuPy's needs CUDA)."""
+    if os.environ.get("PIP_INDEX_URL"):
+        return os.environ["PIP_INDEX_URL"].split()[0]
+    found = subprocess.run(
+        [sys.executable, "-m", "pip", "config", "get", "global.index-url"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if found.returncode == 0 and found.stdout.strip():
+        return found.stdout.strip()
+    from pip._internal.models.index import PyPI  # pip's default index
+
+    return PyPI.simple_url
+
+
+def ensure_source(package: Package, cache: Path = CACHE) -> Path:
+    """The folder holding the package's Python files, fetched and unpacked on first use."""
+    folder = cache / f"{package.name}-{package.version}"
+    stamp = folder / ".complete"
+    if stamp.exists() and stamp.read_text() == package.sha256:
+        return folder
+    archive = _download(package, cache / "archives")
+    _unpack(archive, folder)
+    # one config for every file: the defaults, whatever pyproject.toml a package ships
+    (cache / "pyproject.toml").write_text("[tool.gpulens]\n")
+    stamp.write_text(package.sha256)
+    return folder
+
+
+def cached_archive(package: Package, folder: Path) -> Path | None:
+    """The package's archive in ``folder`` if it is there with the pinned hash."""
+    target = folder / package.file
+    if target.is_file() and _sha256(target.read_bytes()) == package.sha256:
+        return target
+    return None
+
+
+def _download(package: Package, folder: Path) -> Path:
+    cached = cached_archive(package, folder)
+    if cached is not None:
+        return cached
+    target = folder / package.file
+    folder.mkdir(parents=True, exist_ok=True)
+    url = _file_url(package)
+    try:
+        with urllib.request.urlopen(url, timeout=120) as response:
+            data = response.read()
+    except OSError as error:
+        raise CorpusError(f"{package.file}: download failed ({error})") from None
+    if _sha256(data) != package.sha256:
+        raise CorpusError(f"{package.file}: sha256 differs from the pinned one; not used")
+    target.write_bytes(data)
+    return target
+
+
+def _file_url(package: Package) -> str:
+    project = package.name.lower().replace("_", "-").replace(".", "-")
+    request = urllib.request.Request(
+        index_url().rstrip("/") + f"/{project}/",
+        headers={"Accept": "application/vnd.pypi.simple.v1+json"},
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=60) as response:
+            listing = json.load(response)
+    except (OSError, ValueError) as error:
+        raise CorpusError(f"{package.name}: the package index did not answer ({error})") from None
+    for entry in listing.get("files", []):
+        if entry.get("filename") == package.file:
+            return urllib.parse.urljoin(request.full_url, entry["url"])  # may be relative
+    raise CorpusError(f"{package.name}: the index has no file {package.file}")
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _unpack(archive: Path, folder: Path) -> None:
+    """Only the Python files, at paths relative to the archive's top (an sdist's
+    `name-version/` folder stripped); members that would land outside ``folder`` are skipped."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, data in _members(archive):
+        parts = PurePosixPath(name).parts
+        if not archive.name.endswith(".whl"):
+            parts = parts[1:]
+        if not parts or any(p in ("", ".", "..") for p in parts) or parts[0].startswith("/"):
+            continue
+        target = folder.joinpath(*parts)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+
+
+def _members(archive: Path) -> Iterable[tuple[str, bytes]]:
+    wanted = (".py", ".ipynb")
+    if archive.name.endswith((".whl", ".zip")):
+        with zipfile.ZipFile(archive) as zipped:
+            for info in zipped.infolist():
+                if not info.is_dir() and info.filename.endswith(wanted):
+                    yield info.filename, zipped.read(info)
+        return
+    with tarfile.open(archive, "r:gz") as tarred:
+        for member in tarred:
+            if member.isfile() and member.name.endswith(wanted):
+                handle = tarred.extractfile(member)
+                if handle is not None:
+                    yield member.name, handle.read()
+
+
+def scope_files(package: Package, source: Path) -> list[str]:
+    """The package's files in scope, as paths relative to ``source``, sorted."""
+    files = []
+    for path in source.rglob("*"):
+        relative = path.relative_to(source).as_posix()
+        if path.suffix in (".py", ".ipynb") and relative.startswith(package.scope):
+            files.append(relative)
+    return sorted(files)
+
+
+# --- running gpulens ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Observed:
+    """One finding gpulens printed, counted once per (path, line, rule)."""
+
+    path: str
+    line: int
+    column: int
+    rule: str
+    severity: str
+    message: str
+
+    @property
+    def key(self) -> tuple[str, int, str]:
+        return (self.path, self.line, self.rule)
+
+
+def run_gpulens(source: Path, files: Sequence[str]) -> list[Observed]:
+    """Today's `gpulens check` with every rule selected, over ``files`` (relative to ``source``)."""
+    command = [sys.executable, "-m", "gpulens", "check", "--format", "json", "--select", "GPU"]
+    done = subprocess.run(
+        [*command, *files], cwd=source, capture_output=True, text=True, timeout=900, check=False
+    )
+    if done.returncode not in (0, 1):
+        raise CorpusError(f"gpulens check failed in {source}: {done.stderr.strip()[-500:]}")
+    try:
+        raw = json.loads(done.stdout)
+    except json.JSONDecodeError:
+        raise CorpusError(f"gpulens check printed no JSON in {source}") from None
+    return dedupe(
+        Observed(
+            path=item["path"],
+            line=item["line"],
+            column=item["column"],
+            rule=item["code"],
+            severity=item["severity"],
+            message=item["message"],
+        )
+        for item in raw
+    )
+
+
+def dedupe(findings: Iterable[Observed]) -> list[Observed]:
+    """The first finding of each (path, line, rule), in (path, line, rule) order."""
+    first: dict[tuple[str, int, str], Observed] = {}
+    for finding in findings:
+        first.setdefault(finding.key, finding)
+    return [first[key] for key in sorted(first)]
+
+
+# --- scoring (pure) ----------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Tally:
+    findings: int = 0
+    tp: int = 0
+    negligible: int = 0
+    fp: int = 0
+    sites: int = 0
+    sites_found: int = 0
+
+    @property
+    def labeled(self) -> int:
+        return self.tp + self.negligible + self.fp
+
+    @property
+    def unlabeled(self) -> int:
+        return self.findings - self.labeled
+
+    @property
+    def lenient(self) -> float | None:
+        return (self.tp + self.negligible) / self.labeled if self.labeled else None
+
+    @property
+    def strict(self) -> float | None:
+        return self.tp / self.labeled if self.labeled else None
+
+    @property
+    def recall(self) -> float | None:
+        return self.sites_found / self.sites if self.sites else None
+
+    def add(self, other: Tally) -> None:
+        for name in ("findings", "tp", "negligible", "fp", "sites", "sites_found"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+
+    def as_dict(self) -> dict[str, int | float | None]:
+        return {
+            "findings": self.findings,
+            "labeled": self.labeled,
+            "unlabeled": self.unlabeled,
+            "tp": self.tp,
+            "negligible": self.negligible,
+            "fp": self.fp,
+            "precision_lenient": self.lenient,
+            "precision_strict": self.strict,
+            "sites": self.sites,
+            "sites_found": self.sites_found,
+            "recall": self.recall,
+        }
+
+
+@dataclass(slots=True)
+class PackageScore:
+    package: Package
+    total: Tally
+    by_rule: dict[str, Tally]
+    unlabeled: list[Observed]
+    stale: list[Label]  # labels no finding matches now (gone after an analysis change)
+    missed: list[Site]
+
+
+@dataclass(slots=True)
+class Report:
+    packages: list[PackageScore]
+    by_split: dict[str, Tally] = field(default_factory=dict)
+    by_rule: dict[str, Tally] = field(default_factory=dict)
+    total: Tally = field(default_factory=Tally)
+
+
+def score_package(package: Package, observed: Sequence[Observed]) -> PackageScore:
+    labels = {label.key: label for label in package.findings}
+    by_rule: dict[str, Tally] = {}
+    total = Tally()
+    unlabeled = []
+    seen = set()
+    for finding in dedupe(observed):
+        seen.add(finding.key)
+        tally = by_rule.setdefault(finding.rule, Tally())
+        tally.findings += 1
+        label = labels.get(finding.key)
+        if label is None:
+            unlabeled.append(finding)
+            continue
+        setattr(tally, label.verdict, getattr(tally, label.verdict) + 1)
+    found_lines = {(f.path, f.line, f.rule) for f in observed}
+    missed = []
+    for site in package.sites:
+        tally = by_rule.setdefault(site.rule, Tally())
+        tally.sites += 1
+        if (site.path, site.line, site.rule) in found_lines:
+            tally.sites_found += 1
+        else:
+            missed.append(site)
+    for tally in by_rule.values():
+        total.add(tally)
+    stale = [label for key, label in labels.items() if key not in seen]
+    return PackageScore(package, total, dict(sorted(by_rule.items())), unlabeled, stale, missed)
+
+
+def build_report(scores: Sequence[PackageScore]) -> Report:
+    report = Report(list(scores))
+    for score in scores:
+        report.by_split.setdefault(score.package.split, Tally()).add(score.total)
+        report.total.add(score.total)
+        for rule, tally in score.by_rule.items():
+            report.by_rule.setdefault(rule, Tally()).add(tally)
+    report.by_rule = dict(sorted(report.by_rule.items()))
+    return report
+
+
+# --- output ------------------------------------------------------------------------------------
+
+
+def _pct(value: float | None) -> str:
+    return "    –" if value is None else f"{100 * value:5.1f}"
+
+
+HEADER = (
+    f"{'':<38} {'findings':>8} {'tp':>4} {'neg':>4} {'fp':>4} {'new':>4}"
+    f" {'lenient%':>8} {'strict%':>7} {'sites':>5} {'found':>5} {'recall%':>7}"
+)
+
+
+def _row(name: str, t: Tally) -> str:
+    return (
+        f"{name:<38} {t.findings:>8} {t.tp:>4} {t.negligible:>4} {t.fp:>4} {t.unlabeled:>4}"
+        f" {_pct(t.lenient):>8} {_pct(t.strict):>7} {t.sites:>5} {t.sites_found:>5}"
+        f" {_pct(t.recall):>7}"
+    )
+
+
+def format_text(report: Report) -> str:
+    lines = ["Precision and recall of gpulens on real code (benchmarks/realworld.py)", ""]
+    lines += [HEADER]
+    for split in SPLITS:
+        if split in report.by_split:
+            lines.append(_row(f"{split} part", report.by_split[split]))
+    lines += [_row("all", report.total), "", "per package", HEADER]
+    for score in report.packages:
+        p = score.package
+        lines.append(_row(f"{p.name} ({p.split})", score.total))
+    lines += ["", "per rule", HEADER]
+    lines += [_row(rule, tally) for rule, tally in report.by_rule.items()]
+    unlabeled = [(s.package.name, f) for s in report.packages for f in s.unlabeled]
+    if unlabeled:
+        lines += ["", f"{len(unlabeled)} unlabeled findings (judge them: --show-unlabeled):"]
+        lines += [
+            f"  {name} {f.path}:{f.line}:{f.column} {f.rule} {f.message[:100]}"
+            for name, f in unlabeled
+        ]
+    stale = sum(len(s.stale) for s in report.packages)
+    if stale:
+        lines += ["", f"{stale} labels match no finding now (kept: they judge it if it returns)"]
+    return "\n".join(lines)
+
+
+def format_json(report: Report) -> str:
+    def package(score: PackageScore) -> dict:
+        p = score.package
+        return {
+            "name": p.name,
+            "version": p.version,
+            "split": p.split,
+            **score.total.as_dict(),
+            "by_rule": {rule: t.as_dict() for rule, t in score.by_rule.items()},
+            "unlabeled": [
+                {"path": f.path, "line": f.line, "rule": f.rule, "message": f.message}
+                for f in score.unlabeled
+            ],
+            "stale": [{"path": s.path, "line": s.line, "rule": s.rule} for s in score.stale],
+            "missed_sites": [
+                {"path": s.path, "line": s.line, "rule": s.rule, "reason": s.reason}
+                for s in score.missed
+            ],
+        }
+
+    payload = {
+        "schema": "gpulens.realworld/1",
+        "total": report.total.as_dict(),
+        "by_split": {split: t.as_dict() for split, t in report.by_split.items()},
+        "by_rule": {rule: t.as_dict() for rule, t in report.by_rule.items()},
+        "packages": [package(s) for s in report.packages],
+    }
+    return json.dumps(payload, indent=2)
+
+
+def format_unlabeled(score: PackageScore, source: Path) -> str:
+    """Each unlabeled finding with the code around it, and a label line to fill in."""
+    out = []
+    for f in score.unlabeled:
+        text = (source / f.path).read_text(encoding="utf-8", errors="replace").splitlines()
+        first, last = max(1, f.line - CONTEXT_LINES), min(len(text), f.line + CONTEXT_LINES)
+        out.append(f"── {score.package.name} {f.path}:{f.line}:{f.column} {f.rule} ({f.severity})")
+        out.append(f"   {f.message}")
+        for n in range(first, last + 1):
+            out.append(f"{'>' if n == f.line else ' '}{n:5d}  {text[n - 1]}")
+        out.append(
+            f'  {{ path = "{f.path}", line = {f.line}, rule = "{f.rule}", '
+            f'verdict = "", reason = "" }},'
+        )
+        out.append("")
+    return "\n".join(out)
+
+
+# --- command line ------------------------------------------------------------------------------
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--only", action="append", metavar="PKG", help="only this package")
+    parser.add_argument("--split", choices=SPLITS, help="only the tuned or the heldout part")
+    parser.add_argument("--json", action="store_true", help="machine output (gpulens.realworld/1)")
+    parser.add_argument(
+        "--show-unlabeled", action="store_true", help="print each unlabeled finding in context"
+    )
+    args = parser.parse_args(argv)
+    try:
+        packages = load_corpus()
+        known = {p.name for p in packages}
+        for name in args.only or ():
+            if name not in known:
+                raise CorpusError(f"--only {name}: no such package ({', '.join(sorted(known))})")
+        packages = [
+            p
+            for p in packages
+            if (not args.only or p.name in args.only) and (not args.split or p.split == args.split)
+        ]
+        scores, sources = [], {}
+        for package in packages:
+            source = ensure_source(package)
+            sources[package.name] = source
+            scores.append(score_package(package, run_gpulens(source, scope_files(package, source))))
+    except CorpusError as error:
+        print(f"realworld: {error}", file=sys.stderr)
+        return 1
+    report = build_report(scores)
+    if args.show_unlabeled:
+        for score in scores:
+            print(format_unlabeled(score, sources[score.package.name]), end="")
+    elif args.json:
+        print(format_json(report))
+    else:
+        print(format_text(report))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,319 @@
+"""The real-world benchmark's labels and scoring, with no network: the label files parse and
+hold what the benchmark needs, the scores are right on small inputs worked out by hand, and
+the unpacking and gpulens run work on archives and sources made here."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import io
+import sys
+import tarfile
+import zipfile
+from pathlib import Path
+
+import pytest
+
+BENCHMARK = Path(__file__).resolve().parents[2] / "benchmarks" / "realworld.py"
+
+
+def _load_benchmark():
+    spec = importlib.util.spec_from_file_location("realworld", BENCHMARK)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["realworld"] = module  # dataclasses look their module up by name
+    spec.loader.exec_module(module)
+    return module
+
+
+rw = _load_benchmark()
+
+
+# --- the committed labels ----------------------------------------------------------------------
+
+
+def test_every_label_file_parses_with_valid_entries() -> None:
+    packages = rw.load_corpus()
+    assert len(packages) >= 6
+    for package in packages:
+        assert package.findings, f"{package.name}: no finding is judged"
+        for label in package.findings:
+            assert label.verdict in rw.VERDICTS
+            assert label.rule in rw.RULES
+            assert label.path.startswith(package.scope), f"{package.name}: {label.path}"
+        for site in package.sites:
+            assert site.path.startswith(package.scope), f"{package.name}: {site.path}"
+
+
+def test_every_package_is_pinned_to_one_file() -> None:
+    for package in rw.load_corpus():
+        assert package.version in package.file, package.name
+        assert package.file.endswith((".tar.gz", ".whl", ".zip")), package.name
+        assert len(package.sha256) == 64
+
+
+def test_a_held_out_part_exists_beside_the_tuned_one() -> None:
+    splits = [p.split for p in rw.load_corpus()]
+    assert splits.count("heldout") >= 2
+    assert splits.count("tuned") >= 4
+
+
+def test_the_sites_to_find_number_at_least_forty() -> None:
+    assert sum(len(p.sites) for p in rw.load_corpus()) >= 40
+
+
+# --- the loader refuses what it cannot use -----------------------------------------------------
+
+HEADER = """\
+name = "demo"
+version = "1.0"
+file = "demo-1.0.tar.gz"
+sha256 = "{sha}"
+split = "tuned"
+style = "a demo"
+scope = ["pkg/"]
+""".format(sha="0" * 64)
+
+
+def _write(tmp_path: Path, body: str) -> Path:
+    path = tmp_path / "demo.toml"
+    path.write_text(HEADER + body)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (
+            'findings = [{ path = "pkg/a.py", line = 3, rule = "GPU001", verdict = "maybe", '
+            'reason = "a reason here" }]',
+            "verdict 'maybe'",
+        ),
+        (
+            'findings = [{ path = "pkg/a.py", line = 3, rule = "GPU099", verdict = "fp", '
+            'reason = "a reason here" }]',
+            "rule 'GPU099'",
+        ),
+        (
+            'findings = [{ path = "pkg/a.py", line = 3, rule = "GPU001", verdict = "fp", '
+            'reason = "" }]',
+            "one-line reason",
+        ),
+        (
+            'findings = [{ path = "pkg/a.py", line = 3, rule = "GPU001", verdict = "fp", '
+            'reason = "a reason here" }, { path = "pkg/a.py", line = 3, rule = "GPU001", '
+            'verdict = "tp", reason = "another reason" }]',
+            "labeled twice",
+        ),
+        (
+            'findings = [{ path = "pkg/a.py", line = 3, rule = "GPU001", verdict = "tp", '
+            'reason = "a real sync per step" }]',
+            "not a site",
+        ),
+        (
+            'findings = [{ path = "pkg/a.py", line = 3, rule = "GPU001", verdict = "fp", '
+            'reason = "a reason here", extra = 1 }]',
+            "unknown extra",
+        ),
+        ('sites = [{ path = "pkg/a.py", line = 0, rule = "GPU001", reason = "a reason" }]', "line"),
+    ],
+)
+def test_the_loader_names_the_entry_at_fault(tmp_path: Path, body: str, message: str) -> None:
+    with pytest.raises(rw.CorpusError, match=message):
+        rw.load_package(_write(tmp_path, body))
+
+
+def test_the_loader_refuses_an_unknown_split(tmp_path: Path) -> None:
+    path = tmp_path / "demo.toml"
+    path.write_text(HEADER.replace('"tuned"', '"tuning"'))
+    with pytest.raises(rw.CorpusError, match="split 'tuning'"):
+        rw.load_package(path)
+
+
+# --- scoring -----------------------------------------------------------------------------------
+
+
+def _package(findings, sites, split: str = "tuned"):
+    return rw.Package(
+        name=f"demo-{split}",
+        version="1.0",
+        file="demo-1.0.tar.gz",
+        sha256="0" * 64,
+        split=split,
+        style="a demo",
+        scope=("pkg/",),
+        findings=tuple(rw.Label(*f) for f in findings),
+        sites=tuple(rw.Site(*s) for s in sites),
+        source=Path("demo.toml"),
+    )
+
+
+def _seen(path: str, line: int, rule: str, column: int = 1):
+    return rw.Observed(path, line, column, rule, "warning", "a message")
+
+
+def test_scores_count_each_verdict_and_leave_unlabeled_findings_out() -> None:
+    package = _package(
+        findings=[
+            ("pkg/a.py", 10, "GPU001", "tp", "a sync per step"),
+            ("pkg/a.py", 20, "GPU001", "negligible", "once per epoch"),
+            ("pkg/a.py", 30, "GPU009", "fp", "loop over parameters"),
+            ("pkg/a.py", 40, "GPU002", "fp", "distinct tensors"),
+            ("pkg/b.py", 5, "GPU001", "fp", "a label whose finding is gone"),
+        ],
+        sites=[
+            ("pkg/a.py", 10, "GPU001", "a sync per step"),
+            ("pkg/a.py", 50, "GPU001", "a missed sync"),
+            ("pkg/a.py", 60, "GPU009", "a missed element loop"),
+        ],
+    )
+    observed = [
+        _seen("pkg/a.py", 10, "GPU001", column=5),
+        _seen("pkg/a.py", 10, "GPU001", column=9),  # same line and rule: counted once
+        _seen("pkg/a.py", 20, "GPU001"),
+        _seen("pkg/a.py", 30, "GPU009"),
+        _seen("pkg/a.py", 40, "GPU002"),
+        _seen("pkg/a.py", 60, "GPU001"),  # unlabeled, and the wrong rule for the site on 60
+    ]
+    score = rw.score_package(package, observed)
+    total = score.total
+    assert (total.findings, total.tp, total.negligible, total.fp) == (5, 1, 1, 2)
+    assert total.unlabeled == 1
+    assert total.lenient == pytest.approx(2 / 4)
+    assert total.strict == pytest.approx(1 / 4)
+    assert (total.sites, total.sites_found) == (3, 1)
+    assert total.recall == pytest.approx(1 / 3)
+    assert [(f.path, f.line, f.rule) for f in score.unlabeled] == [("pkg/a.py", 60, "GPU001")]
+    assert [(s.path, s.line) for s in score.stale] == [("pkg/b.py", 5)]
+    assert [(s.line, s.rule) for s in score.missed] == [(50, "GPU001"), (60, "GPU009")]
+    assert score.by_rule["GPU009"].sites == 1 and score.by_rule["GPU009"].sites_found == 0
+    assert score.by_rule["GPU002"].lenient == 0.0
+
+
+def test_the_report_adds_packages_up_by_split_and_by_rule() -> None:
+    tuned = rw.score_package(
+        _package([("pkg/a.py", 1, "GPU001", "fp", "not a GPU value")], []),
+        [_seen("pkg/a.py", 1, "GPU001")],
+    )
+    heldout = rw.score_package(
+        _package(
+            [("pkg/a.py", 1, "GPU001", "tp", "a sync per step")],
+            [("pkg/a.py", 1, "GPU001", "a sync per step")],
+            split="heldout",
+        ),
+        [_seen("pkg/a.py", 1, "GPU001")],
+    )
+    report = rw.build_report([tuned, heldout])
+    assert report.by_split["tuned"].lenient == 0.0
+    assert report.by_split["heldout"].strict == 1.0
+    assert report.total.lenient == pytest.approx(0.5)
+    assert report.by_rule["GPU001"].findings == 2
+    assert report.total.recall == 1.0
+    text = rw.format_text(report)
+    assert "heldout part" in text and "GPU001" in text
+
+
+def test_no_labeled_finding_reads_as_no_figure_not_zero() -> None:
+    tally = rw.Tally(findings=3)
+    assert tally.lenient is None and tally.strict is None and tally.recall is None
+    assert "–" in rw._row("x", tally)
+
+
+# --- unpacking and running on local material ---------------------------------------------------
+
+
+def _tar_gz(members: dict[str, bytes]) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+def test_an_sdist_unpacks_to_its_python_files_without_the_top_folder(tmp_path: Path) -> None:
+    archive = tmp_path / "demo-1.0.tar.gz"
+    archive.write_bytes(
+        _tar_gz(
+            {
+                "demo-1.0/pkg/a.py": b"x = 1\n",
+                "demo-1.0/README.md": b"# demo\n",
+                "demo-1.0/../../escape.py": b"bad = 1\n",
+            }
+        )
+    )
+    rw._unpack(archive, tmp_path / "out")
+    found = sorted(
+        p.relative_to(tmp_path / "out").as_posix() for p in (tmp_path / "out").rglob("*")
+    )
+    assert found == ["pkg", "pkg/a.py"]
+    assert not (tmp_path / "escape.py").exists()
+
+
+def test_a_wheel_unpacks_as_it_is(tmp_path: Path) -> None:
+    archive = tmp_path / "demo-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(archive, "w") as wheel:
+        wheel.writestr("pkg/a.py", "x = 1\n")
+        wheel.writestr("demo-1.0.dist-info/METADATA", "Name: demo\n")
+    rw._unpack(archive, tmp_path / "out")
+    assert (tmp_path / "out" / "pkg" / "a.py").read_text() == "x = 1\n"
+    assert not (tmp_path / "out" / "demo-1.0.dist-info").exists()
+
+
+TRAINING = b"""\
+import torch
+model = torch.nn.Linear(8, 8).to("cuda")
+data = torch.randn(64, 8, device="cuda")
+for step in range(100):
+    loss = model(data).sum()
+    loss.backward()
+    print(loss.item())
+"""
+
+
+def test_a_cached_archive_is_unpacked_checked_and_scored_end_to_end(tmp_path: Path) -> None:
+    data = _tar_gz({"demo-1.0/pkg/train.py": TRAINING, "demo-1.0/docs/conf.py": b"x = 1\n"})
+    (tmp_path / "archives").mkdir()
+    (tmp_path / "archives" / "demo-1.0.tar.gz").write_bytes(data)
+    package = rw.Package(
+        name="demo",
+        version="1.0",
+        file="demo-1.0.tar.gz",
+        sha256=hashlib.sha256(data).hexdigest(),
+        split="tuned",
+        style="a demo",
+        scope=("pkg/",),
+        findings=(rw.Label("pkg/train.py", 7, "GPU001", "tp", "loss.item() every step"),),
+        sites=(rw.Site("pkg/train.py", 7, "GPU001", "loss.item() every step"),),
+        source=Path("demo.toml"),
+    )
+    source = rw.ensure_source(package, cache=tmp_path)  # the archive is there: no download
+    files = rw.scope_files(package, source)
+    assert files == ["pkg/train.py"]
+    score = rw.score_package(package, rw.run_gpulens(source, files))
+    assert (score.total.tp, score.total.sites_found) == (1, 1)
+    new = rw.Observed("pkg/train.py", 7, 11, "GPU001", "warning", "a message")
+    shown = rw.format_unlabeled(rw.PackageScore(package, rw.Tally(), {}, [new], [], []), source)
+    assert ">    7      print(loss.item())" in shown
+    assert 'line = 7, rule = "GPU001", verdict = ""' in shown
+
+
+def test_a_cached_archive_whose_hash_differs_is_not_used(tmp_path: Path) -> None:
+    data = _tar_gz({"demo-1.0/pkg/a.py": b"x = 1\n"})
+    (tmp_path / "demo-1.0.tar.gz").write_bytes(data)
+    package = rw.Package(
+        name="demo",
+        version="1.0",
+        file="demo-1.0.tar.gz",
+        sha256=hashlib.sha256(data).hexdigest(),
+        split="tuned",
+        style="a demo",
+        scope=("pkg/",),
+        findings=(),
+        sites=(),
+        source=Path("demo.toml"),
+    )
+    assert rw.cached_archive(package, tmp_path) == tmp_path / "demo-1.0.tar.gz"
+    (tmp_path / "demo-1.0.tar.gz").write_bytes(data + b"changed")
+    assert rw.cached_archive(package, tmp_path) is None
