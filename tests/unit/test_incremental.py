@@ -182,6 +182,56 @@ class A:
         for i in range(3):
             x.item()
 """
+# what a function of the file returns, read where the key does not name it: through an
+# alias, through a function another returns, after the body's own import
+ALIASED_HELPER = """\
+import torch
+model = torch.nn.Linear(3, 3).cuda()
+
+
+def helper(x):
+    return float(x)
+
+
+def train(loader):
+    g = helper
+    for batch in loader:
+        r = g(model(batch))
+        if r > 0:
+            pass
+"""
+RETURNED_HELPER = """\
+import torch
+model = torch.nn.Linear(3, 3).cuda()
+
+
+def helper(x):
+    return float(x)
+
+
+def pick():
+    return helper
+
+
+def train(loader):
+    fn = pick()
+    for batch in loader:
+        r = fn(model(batch))
+        if r > 0:
+            pass
+"""
+JUDGED_AFTER_AN_IMPORT = """\
+def helper():
+    return cp.zeros(3)
+
+
+def f():
+    import cupy as cp
+    for i in range(10):
+        y = helper()
+        if y.sum() > 0:
+            pass
+"""
 OUTSIDE_CHANGES = {
     # the issue's case: a syntax error elsewhere hid a finding, and the repair did not bring
     # it back (the fix's preamble needs a file that parses)
@@ -212,6 +262,19 @@ OUTSIDE_CHANGES = {
     "a module name that a class attribute shadows": [
         SHADOWED_BY_A_CLASS,
         SHADOWED_BY_A_CLASS.replace("torch.randn(3).cuda()", "np.zeros(3)"),
+    ],
+    "a helper called through an alias": [
+        ALIASED_HELPER,
+        ALIASED_HELPER.replace("return float(x)", "return x * 2"),
+    ],
+    "a helper another function returns": [
+        RETURNED_HELPER,
+        RETURNED_HELPER.replace("return float(x)", "return x * 2"),
+    ],
+    # before the import, both helpers return what nobody knows; after it, only one a GPU array
+    "a helper judged after the body's import": [
+        JUDGED_AFTER_AN_IMPORT,
+        JUDGED_AFTER_AN_IMPORT.replace("return cp.zeros(3)", "return np.zeros(3)"),
     ],
     "two spellings of one import swapped": [
         TWO_SPELLINGS,
@@ -245,3 +308,19 @@ def test_the_memo_forgets_function_texts_of_old_versions() -> None:
     for count in range(20):
         analyzer.analyze(f"def f():\n    return {count}\n", DEFAULT_CONFIG)
     assert len(analyzer.memo.names) == 1
+
+
+def test_a_body_that_calls_a_function_it_defines_is_remembered() -> None:
+    # what the nested function returns is judged from the body's own text
+    text = (
+        "def main(loader, device):\n"
+        "    def step(b):\n"
+        "        return b.to(device)\n"
+        "\n"
+        "    for b in loader:\n"
+        "        x = step(b)\n"
+        "        print(x.sum().item())\n"
+    )
+    analyzer = DocumentAnalyzer()
+    assert analyzer.analyze(text, DEFAULT_CONFIG) == analyze(text)
+    assert any(key[0].startswith("def main") for key in analyzer.memo.results)

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from gpulens.analysis.values import Evaluator
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
+Judgment = tuple[Function, tuple[int, int, int]]
 Call = tuple[str, tuple[tuple[int | str, Value | None], ...], str | None]
 
 
@@ -56,6 +57,12 @@ class Recording:
     loader_classes: frozenset[str]
     step_classes: dict[str, str]
     outside_reads: int
+    # what the file's functions return, as the key holds it: the judgments read from here
+    # on must be among ``covered`` (or of functions the body defines, judged in the state
+    # the key was taken in)
+    judgments: int  # len(evaluator.judgments_read) at the start
+    covered: frozenset[Judgment]
+    state: tuple[int, int, int]  # the evaluator's state when the key was taken
     calls: list[tuple[str, tuple[tuple[int | str, Value | None], ...], str | None]] = field(
         default_factory=list
     )
@@ -100,6 +107,7 @@ class FunctionResultsMixin:
             self.walk_function(function, enclosing, is_method, sites)
             return
         evaluator = self.evaluator
+        judged = len(evaluator.judgments_read)
         key = self.memo_key(function, enclosing, is_method, sites)
         cached = self.memo.results.get(key)
         if cached is not None:
@@ -118,6 +126,9 @@ class FunctionResultsMixin:
             frozenset(evaluator.loader_classes),
             dict(evaluator.step_classes),
             ctx.outside_reads,
+            len(evaluator.judgments_read),
+            frozenset(evaluator.judgments_read[judged:]),
+            evaluator.state(),
         )
         self._recordings.append(recording)
         try:
@@ -242,6 +253,12 @@ class FunctionResultsMixin:
         evaluator = self.evaluator
         if ctx.outside_reads != recording.outside_reads:
             return None  # a rule read the whole module, which the key does not cover
+        for function, state in evaluator.judgments_read[recording.judgments :]:
+            if (function, state) in recording.covered:
+                continue
+            if state == recording.state and first < function.lineno - 1 <= last:
+                continue  # a function the body defines: its text is the body's
+            return None  # what a function returns, judged where the key did not look
         findings = ctx.findings[recording.findings :]
         pending = ctx.pending[recording.pending :]
         # a fix that edits outside the function (a line after the imports) cannot move with it

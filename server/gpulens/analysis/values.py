@@ -31,10 +31,12 @@ Parts = tuple[Value | None, ...] | None
 class Evaluator:
     __slots__ = (
         "_cache",
+        "_judging",
         "_returns",
         "_static",
         "definitions",
         "imports",
+        "judgments_read",
         "loader_classes",
         "module_classes",
         "scope",
@@ -58,6 +60,10 @@ class Evaluator:
         # per state of the imports and classes it is judged by (see `state`)
         self._returns: dict[tuple[int, tuple[int, int, int]], tuple[Value | None, Parts]] = {}
         self._static: dict[str, Scope] = {}
+        # the judgments asked for outside other judgments, in order: the function and the
+        # state it was judged in (a memoized body may read only what its key holds)
+        self.judgments_read: list[tuple[Function, tuple[int, int, int]]] = []
+        self._judging = 0  # judgments under way
 
     def invalidate(self) -> None:
         """Bindings changed: cached values may be stale."""
@@ -374,16 +380,21 @@ class Evaluator:
         return self.imports.version, len(self.module_classes), len(self.loader_classes)
 
     def _judged(self, function: Function) -> tuple[Value | None, Parts]:
-        key = (id(function), self.state())
+        state = self.state()
+        if not self._judging:
+            self.judgments_read.append((function, state))
+        key = (id(function), state)
         if key in self._returns:
             return self._returns[key]
         self._returns[key] = (None, None)  # a recursive call returns "unknown"
         saved = self.scope, self._cache
         self.scope = Scope("function", function.name, self._static_scope(function))
         self._cache = {}
+        self._judging += 1
         try:
             result = self._judge_returns(function)
         finally:
+            self._judging -= 1
             self.scope, self._cache = saved
         self._returns[key] = result
         return result
