@@ -232,6 +232,54 @@ def f():
         if y.sum() > 0:
             pass
 """
+# bodies GPU005 reads to judge a DataLoader's items: its dataset class's, its collate
+# function's
+DATASET_CLASS = """\
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+device = torch.device("cuda")
+
+
+class Items(Dataset):
+    def __getitem__(self, i):
+        return torch.zeros(3)
+
+    def __len__(self):
+        return 3
+
+
+def make():
+    model = torch.nn.Linear(3, 3).to(device)
+    return model, DataLoader(Items(), batch_size=4)
+"""
+COLLATE_FUNCTION = """\
+import torch
+from torch.utils.data import DataLoader
+
+device = torch.device("cuda")
+
+
+def collate(items):
+    return torch.stack(items)
+
+
+def make(dataset):
+    model = torch.nn.Linear(3, 3).to(device)
+    return model, DataLoader(dataset, batch_size=4, collate_fn=collate)
+"""
+# the accumulate fix sums in float64 only where the file never names Apple's GPU
+ACCUMULATE = """\
+import torch
+
+
+def train(model, loader, device):
+    total = 0.0
+    for batch in loader:
+        loss = model(batch.to(device)).sum()
+        total += loss.item()
+    return total
+"""
 OUTSIDE_CHANGES = {
     # the issue's case: a syntax error elsewhere hid a finding, and the repair did not bring
     # it back (the fix's preamble needs a file that parses)
@@ -276,6 +324,15 @@ OUTSIDE_CHANGES = {
         JUDGED_AFTER_AN_IMPORT,
         JUDGED_AFTER_AN_IMPORT.replace("return cp.zeros(3)", "return np.zeros(3)"),
     ],
+    "a dataset class that now yields CUDA tensors": [
+        DATASET_CLASS,
+        DATASET_CLASS.replace("torch.zeros(3)", "torch.zeros(3).cuda()"),
+    ],
+    "a collate function that now moves batches to the GPU": [
+        COLLATE_FUNCTION,
+        COLLATE_FUNCTION.replace("torch.stack(items)", "torch.stack(items).cuda()"),
+    ],
+    "Apple's GPU named in a comment": [ACCUMULATE, ACCUMULATE + "\n# also runs on mps\n"],
     "two spellings of one import swapped": [
         TWO_SPELLINGS,
         TWO_SPELLINGS.replace(

@@ -151,6 +151,12 @@ class Context:
         self.outside_reads += 1
         return self.source.text
 
+    def definitions_read(self, nodes: list[ast.AST]) -> list[ast.AST]:
+        """Definitions elsewhere in the file whose bodies a rule reads (a dataset class's
+        methods, a collate function): as with `module_tree`, not memoized."""
+        self.outside_reads += 1
+        return nodes
+
     # -- values -------------------------------------------------------------------------
 
     @property

@@ -19,6 +19,7 @@ from gpulens.analysis.incremental import (
     shift_finding,
     within,
 )
+from gpulens.analysis.rules.sync import mentions_mps
 from gpulens.analysis.rules.timing import chooses_only_cuda
 from gpulens.analysis.symbols import Kind, Scope, Value
 
@@ -236,13 +237,15 @@ class FunctionResultsMixin:
 
     def file_key(self) -> tuple[object, ...]:
         """What of the whole file any body may read, once per walk: its functions, classes,
-        bases and methods (which of them a call reaches)."""
+        bases and methods (which of them a call reaches), and whether it names Apple's GPU
+        (whose lack of float64 the accumulate fix heeds)."""
         if self._file_key is None:
             definitions = self.definitions
             self._file_key = (
                 tuple(sorted(definitions.functions)),
                 tuple(sorted((c, tuple(sorted(m))) for c, m in definitions.methods.items())),
                 tuple(sorted(definitions.bases.items())),
+                mentions_mps(self.ctx),
             )
         return self._file_key
 

@@ -101,7 +101,7 @@ def _dataset_of(loader: ast.Call, ctx: Context) -> _Dataset:
         function = ctx.value(collate.value)
         if function is None or function.kind is not Kind.FUNCTION:
             return _Dataset()
-        if _places_on_gpu([function.origin], ctx):  # type: ignore[list-item]
+        if _places_on_gpu(ctx.definitions_read([function.origin]), ctx):  # type: ignore[list-item]
             return _Dataset(on_host=False)
     value = ctx.value(dataset)
     if value is not None and value.on_gpu:
@@ -117,7 +117,7 @@ def _dataset_of(loader: ast.Call, ctx: Context) -> _Dataset:
     definitions = ctx.evaluator.definitions
     if cls is None or cls not in definitions.methods:
         return _Dataset()
-    methods = list(definitions.methods_of(cls).values())
+    methods = ctx.definitions_read(list(definitions.methods_of(cls).values()))
     if _places_on_gpu(methods, ctx):
         return _Dataset(on_host=False)
     iterable = _bases_include(cls, "IterableDataset", ctx)

@@ -350,7 +350,7 @@ def _accumulate_fixes(
             # a Python float sums in double precision: so does a float64 tensor, operation
             # for operation, where the total starts as a float and the device has float64
             exact = _starts_as_float(total, loop) and value.lib in ("torch", "cupy")
-            exact = exact and "mps" not in ctx.source.text
+            exact = exact and not mentions_mps(ctx)
             widened = kept + (".double()" if value.lib == "torch" else '.astype("float64")')
             return (
                 fix(
@@ -391,6 +391,15 @@ def _accumulate_fixes(
                 ),
             )
     return ()
+
+
+def mentions_mps(ctx: Context) -> bool:
+    """Whether the file names Apple's GPU anywhere (which has no float64). Read once per
+    walk; a function's memo key holds it, since the accumulate fix depends on it."""
+    key = ("mentions mps",)
+    if key not in ctx.file_facts:
+        ctx.file_facts[key] = "mps" in ctx.source.text
+    return bool(ctx.file_facts[key])
 
 
 def _read_elsewhere(name: str, loop: Loop, ctx: Context) -> bool:
