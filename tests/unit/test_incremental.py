@@ -280,6 +280,29 @@ def train(model, loader, device):
         total += loss.item()
     return total
 """
+# two functions that call each other: what each returns must not depend on which one the
+# walk (or a memo key) asks for first
+MUTUAL_RECURSION = """\
+import torch
+
+
+def a(x):
+    return b(x)
+
+
+def b(x):
+    if x:
+        return a(x)
+    return torch.ones(3).cuda()
+
+
+def train(loader):
+    for batch in loader:
+        y = b(batch)
+        z = a(batch)
+        if z.sum() > 0:
+            pass
+"""
 OUTSIDE_CHANGES = {
     # the issue's case: a syntax error elsewhere hid a finding, and the repair did not bring
     # it back (the fix's preamble needs a file that parses)
@@ -333,6 +356,10 @@ OUTSIDE_CHANGES = {
         COLLATE_FUNCTION.replace("torch.stack(items)", "torch.stack(items).cuda()"),
     ],
     "Apple's GPU named in a comment": [ACCUMULATE, ACCUMULATE + "\n# also runs on mps\n"],
+    "two functions that call each other": [
+        MUTUAL_RECURSION,
+        MUTUAL_RECURSION.replace("            pass", "            pass  # edited"),
+    ],
     "two spellings of one import swapped": [
         TWO_SPELLINGS,
         TWO_SPELLINGS.replace(
@@ -350,6 +377,17 @@ def test_a_function_is_walked_again_when_what_it_reads_outside_changes(
     assert analyzer.analyze(versions[0], DEFAULT_CONFIG) == analyze(versions[0])
     for text in versions[1:]:
         assert analyzer.analyze(text, DEFAULT_CONFIG) == analyze(text)
+
+
+def test_what_a_recursion_returns_does_not_depend_on_which_call_comes_first() -> None:
+    swapped = MUTUAL_RECURSION.replace(
+        "        y = b(batch)\n        z = a(batch)\n",
+        "        z = a(batch)\n        y = b(batch)\n",
+    )
+    assert swapped != MUTUAL_RECURSION
+    assert [f.code for f in analyze(swapped).findings] == [
+        f.code for f in analyze(MUTUAL_RECURSION).findings
+    ]
 
 
 def test_a_repaired_function_is_not_remembered_by_its_text() -> None:

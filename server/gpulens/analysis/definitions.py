@@ -8,7 +8,8 @@ are defined in.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+import re
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
@@ -74,6 +75,85 @@ class Definitions:
                 merged.update(self.methods_of(base))
         merged.update(self.methods.get(cls, {}))
         return merged
+
+
+def recursive_groups(
+    definitions: Definitions, text_of: Callable[[Function], str]
+) -> dict[int, int]:
+    """The file's functions and methods that may reach themselves through others: id of
+    the def -> its group (the functions that reach each other). Read from the text, as any
+    name of a file function or `self.name` of a method it mentions: an edge too many only
+    makes a group larger."""
+    nodes: list[Function] = list(definitions.functions.values())
+    for methods in definitions.methods.values():
+        nodes.extend(methods.values())
+    index = {id(node): i for i, node in enumerate(nodes)}
+    edges: list[list[int]] = []
+    for node in nodes:
+        text = text_of(node)
+        found: set[int] = set()
+        for word in set(_WORD.findall(text)):
+            callee = definitions.functions.get(word)
+            if callee is not None:
+                found.add(index[id(callee)])
+        cls = definitions.owner.get(id(node))
+        if cls is not None:
+            methods = definitions.methods_of(cls)
+            for word in set(_SELF_ATTRIBUTE.findall(text)):
+                callee = methods.get(word)
+                if callee is not None and id(callee) in index:
+                    found.add(index[id(callee)])
+        edges.append(sorted(found))
+    groups: dict[int, int] = {}
+    for number, component in enumerate(_components(edges)):
+        if len(component) > 1 or component[0] in edges[component[0]]:
+            for i in component:
+                groups[id(nodes[i])] = number
+    return groups
+
+
+def _components(edges: list[list[int]]) -> list[list[int]]:
+    """Strongly connected components (Tarjan's algorithm, without recursion)."""
+    order: dict[int, int] = {}
+    low: dict[int, int] = {}
+    stack: list[int] = []
+    on_stack: set[int] = set()
+    found: list[list[int]] = []
+    for root in range(len(edges)):
+        if root in order:
+            continue
+        work = [(root, 0)]
+        while work:
+            node, child = work.pop()
+            if child == 0:
+                order[node] = low[node] = len(order)
+                stack.append(node)
+                on_stack.add(node)
+            if child < len(edges[node]):
+                work.append((node, child + 1))
+                nxt = edges[node][child]
+                if nxt not in order:
+                    work.append((nxt, 0))
+                elif nxt in on_stack:
+                    low[node] = min(low[node], order[nxt])
+                continue
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[node])
+            if low[node] == order[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                found.append(component)
+    return found
+
+
+_WORD = re.compile(r"[A-Za-z_]\w*")
+_SELF_ATTRIBUTE = re.compile(r"\bself\.([A-Za-z_]\w*)")
 
 
 def _top_level(body: list[ast.stmt]) -> Iterator[ast.stmt]:

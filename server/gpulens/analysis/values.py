@@ -8,11 +8,16 @@ linter that cries wolf gets switched off.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 
 from gpulens.analysis import frameworks as fw
-from gpulens.analysis.definitions import Definitions, Function, flat_statements
+from gpulens.analysis.definitions import (
+    Definitions,
+    Function,
+    flat_statements,
+    recursive_groups,
+)
 from gpulens.analysis.symbols import (
     Imports,
     Kind,
@@ -31,7 +36,9 @@ Parts = tuple[Value | None, ...] | None
 class Evaluator:
     __slots__ = (
         "_cache",
+        "_groups",
         "_judging",
+        "_open_groups",
         "_returns",
         "_static",
         "definitions",
@@ -41,6 +48,7 @@ class Evaluator:
         "module_classes",
         "scope",
         "step_classes",
+        "text_of",
     )
 
     def __init__(
@@ -64,6 +72,11 @@ class Evaluator:
         # state it was judged in (a memoized body may read only what its key holds)
         self.judgments_read: list[tuple[Function, tuple[int, int, int]]] = []
         self._judging = 0  # judgments under way
+        # the source of a function of the file (set by the walker), to find which of them
+        # may reach themselves through others: `recursive_groups`, read once per walk
+        self.text_of: Callable[[Function], str] | None = None
+        self._groups: dict[int, int] | None = None
+        self._open_groups: list[int] = []  # the groups of the judgments under way
 
     def invalidate(self) -> None:
         """Bindings changed: cached values may be stale."""
@@ -383,6 +396,12 @@ class Evaluator:
         state = self.state()
         if not self._judging:
             self.judgments_read.append((function, state))
+        # a call back into a recursion being judged returns "unknown": each function of the
+        # recursion is judged with the others unknown, whichever of them is asked first
+        # (what a caller's walk reads must not depend on the order functions are walked in)
+        group = self._group_of(function)
+        if group is not None and group in self._open_groups:
+            return None, None
         key = (id(function), state)
         if key in self._returns:
             return self._returns[key]
@@ -391,13 +410,23 @@ class Evaluator:
         self.scope = Scope("function", function.name, self._static_scope(function))
         self._cache = {}
         self._judging += 1
+        if group is not None:
+            self._open_groups.append(group)
         try:
             result = self._judge_returns(function)
         finally:
+            if group is not None:
+                self._open_groups.pop()
             self._judging -= 1
             self.scope, self._cache = saved
         self._returns[key] = result
         return result
+
+    def _group_of(self, function: Function) -> int | None:
+        if self._groups is None:
+            text_of = self.text_of
+            self._groups = {} if text_of is None else recursive_groups(self.definitions, text_of)
+        return self._groups.get(id(function))
 
     def _static_scope(self, function: Function) -> Scope:
         """The names a function sees when judged alone: the file's functions, and for a

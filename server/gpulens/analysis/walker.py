@@ -81,6 +81,7 @@ class _Walker(FunctionResultsMixin):
         self.ctx = ctx
         self.evaluator = ctx.evaluator
         self.evaluator.definitions = definitions
+        self.evaluator.text_of = self.text_of
         self.definitions = definitions
         self.memo = memo
         self.repaired = repaired
