@@ -10,13 +10,12 @@ callers before callees, with what the file passes them.
 from __future__ import annotations
 
 import ast
-import heapq
 import re
 from collections import defaultdict
-from collections.abc import Iterable
 
 from gpulens.analysis import frameworks as fw
 from gpulens.analysis import rules as _rules  # noqa: F401  (registers every rule)
+from gpulens.analysis.call_order import callers_first
 from gpulens.analysis.config import Config
 from gpulens.analysis.context import Context, Loop
 from gpulens.analysis.definitions import CONSTRUCTORS, Definitions, flat_statements
@@ -115,65 +114,29 @@ class _Walker(FunctionResultsMixin):
         passes it and whether one calls it per step; a class's constructor before its other
         methods, which read the attributes it sets. Cycles are broken in reverse source
         order (callees are usually defined before their callers)."""
-        count = len(functions)
-        if count < 2:
+        if len(functions) < 2:
             return functions
         # who may call whom, read from the text (a name followed by `(`): an edge too many
         # only changes the order, and the text is far quicker to scan than the tree
-        by_name: defaultdict[str, set[int]] = defaultdict(set)
-        for index, (function, _, is_method) in enumerate(functions):
-            name = function.name
-            if is_method and name == "__init__":
-                name = functions[index][1].name  # `Class(...)` runs its __init__
-            by_name[name].add(index)
-        callees: list[set[int]] = []
-        for index, (function, _, _) in enumerate(functions):
+        keys: list[str] = []
+        calls: list[frozenset[str]] = []
+        for function, scope, is_method in functions:
+            # `Class(...)` runs its __init__
+            keys.append(scope.name if is_method and function.name == "__init__" else function.name)
             text = self.text_of(function)
             # (the same functions, keystroke after keystroke: the memo keeps their names)
-            names: Iterable[str] = (
-                self.memo.called_in(text)[0] if self.memo is not None else CALLED.findall(text)
+            calls.append(
+                self.memo.called_in(text)[0]
+                if self.memo is not None
+                else frozenset(CALLED.findall(text))
             )
-            found: set[int] = set()
-            for called in names:
-                indices = by_name.get(called)
-                if indices is not None:
-                    found |= indices
-            found.discard(index)
-            callees.append(found)
-        methods_of: defaultdict[int, list[int]] = defaultdict(list)  # class scope -> methods
-        for index, (function, scope, is_method) in enumerate(functions):
-            if is_method and function.name not in CONSTRUCTORS:
-                methods_of[id(scope)].append(index)
-        for index, (function, scope, is_method) in enumerate(functions):
-            if is_method and function.name in CONSTRUCTORS:
-                callees[index].update(methods_of[id(scope)])
-        callers = [0] * count
-        for found in callees:
-            for callee in found:
-                callers[callee] += 1
-        rank = sorted(
-            range(count),
-            key=lambda i: (not (functions[i][2] and functions[i][0].name in CONSTRUCTORS), -i),
+        order = callers_first(
+            keys,
+            calls,
+            [id(scope) if is_method else None for _, scope, is_method in functions],
+            [is_method and f.name in CONSTRUCTORS for f, _, is_method in functions],
         )
-        place = {index: r for r, index in enumerate(rank)}
-        ready = [r for r, i in enumerate(rank) if callers[i] == 0]
-        heapq.heapify(ready)
-        done = [False] * count
-        ordered: list[tuple[Function, Scope, bool]] = []
-        while len(ordered) < count:
-            while ready and done[rank[ready[0]]]:
-                heapq.heappop(ready)
-            if ready:
-                index = rank[heapq.heappop(ready)]
-            else:  # a cycle: take the most preferred of what is left
-                index = next(i for i in rank if not done[i])
-            done[index] = True
-            ordered.append(functions[index])
-            for callee in callees[index]:
-                callers[callee] -= 1
-                if callers[callee] == 0 and not done[callee]:
-                    heapq.heappush(ready, place[callee])
-        return ordered
+        return [functions[index] for index in order]
 
     def framework_step(self, function: Function, scope: Scope) -> tuple[str, list[str]] | None:
         """For a method a framework runs once per step (a LightningModule's training_step):
