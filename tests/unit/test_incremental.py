@@ -303,6 +303,28 @@ def train(loader):
         if z.sum() > 0:
             pass
 """
+# the same method text in two classes: `self.step(...)` calls each class's own step
+SAME_METHOD_IN_TWO_CLASSES = """\
+import torch
+
+
+class A:
+    def step(self, b):
+        return float(b)
+
+    def fit(self, loader, device):
+        for b in loader:
+            self.step(b.to(device))
+
+
+class B:
+    def step(self, b):
+        return b.sum().item()
+
+    def fit(self, loader, device):
+        for b in loader:
+            self.step(b.to(device))
+"""
 OUTSIDE_CHANGES = {
     # the issue's case: a syntax error elsewhere hid a finding, and the repair did not bring
     # it back (the fix's preamble needs a file that parses)
@@ -359,6 +381,10 @@ OUTSIDE_CHANGES = {
     "two functions that call each other": [
         MUTUAL_RECURSION,
         MUTUAL_RECURSION.replace("            pass", "            pass  # edited"),
+    ],
+    "the same method text in two classes": [
+        SAME_METHOD_IN_TWO_CLASSES,
+        SAME_METHOD_IN_TWO_CLASSES + "\n",
     ],
     "two spellings of one import swapped": [
         TWO_SPELLINGS,

@@ -183,9 +183,12 @@ class FunctionResultsMixin:
                 sites.guessed,
             )
         evaluator = self.evaluator
+        owner = enclosing.enclosing_class()
         return (
             text,
             is_method,
+            # the class around: where calls on self go (`A.step`), which steps a framework runs
+            None if owner is None else owner.name,
             tuple(scope_values),
             self.devices_in(enclosing),
             tuple(
