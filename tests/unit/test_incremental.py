@@ -325,6 +325,44 @@ class B:
         for b in loader:
             self.step(b.to(device))
 """
+# a value a replayed body hands on names a def outside it: the def of the current version
+# must stand in it, not the one the body was first walked with
+HELPER_IN_AN_ATTRIBUTE = """\
+import torch
+
+
+def helper(x):
+    return float(x)
+
+
+class M:
+    def __init__(self):
+        self.fn = helper
+
+    def fit(self, loader, device):
+        for b in loader:
+            r = self.fn(b.to(device))
+            if r > 0:
+                pass
+"""
+CALLBACK = """\
+import torch
+
+
+def helper(x):
+    return float(x)
+
+
+def run(fn, loader, device):
+    for b in loader:
+        r = fn(b.to(device))
+        if r > 0:
+            pass
+
+
+def main(loader, device):
+    run(helper, loader, device)
+"""
 OUTSIDE_CHANGES = {
     # the issue's case: a syntax error elsewhere hid a finding, and the repair did not bring
     # it back (the fix's preamble needs a file that parses)
@@ -385,6 +423,14 @@ OUTSIDE_CHANGES = {
     "the same method text in two classes": [
         SAME_METHOD_IN_TWO_CLASSES,
         SAME_METHOD_IN_TWO_CLASSES + "\n",
+    ],
+    "a helper held in an attribute": [
+        HELPER_IN_AN_ATTRIBUTE,
+        HELPER_IN_AN_ATTRIBUTE.replace("return float(x)", "return x * 2"),
+    ],
+    "a helper passed as a callback": [
+        CALLBACK,
+        CALLBACK.replace("return float(x)", "return x * 2"),
     ],
     "two spellings of one import swapped": [
         TWO_SPELLINGS,

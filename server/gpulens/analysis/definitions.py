@@ -25,18 +25,27 @@ class Definitions:
     bases: dict[str, tuple[str, ...]] = field(default_factory=dict)  # class -> its bases' names
     defining: dict[str, list[str]] = field(default_factory=dict)  # method name -> classes
     owner: dict[int, str] = field(default_factory=dict)  # id(method def) -> its class
+    classes: dict[str, ast.ClassDef] = field(default_factory=dict)  # by name
+    # names defined more than once (`f`, `Class.method`, `class Class`): which def a value
+    # names depends on where it was taken
+    duplicated: set[str] = field(default_factory=set)
 
     @staticmethod
     def of(tree: ast.Module) -> Definitions:
         found = Definitions()
         for statement in _top_level(tree.body):
             if isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef):
+                if statement.name in found.functions:
+                    found.duplicated.add(statement.name)
                 found.functions[statement.name] = statement
             elif isinstance(statement, ast.ClassDef):
                 found.add_class(statement)
         return found
 
     def add_class(self, node: ast.ClassDef) -> None:
+        if node.name in self.classes:
+            self.duplicated.add(f"class {node.name}")
+        self.classes[node.name] = node
         methods = self.methods.setdefault(node.name, {})
         self.bases[node.name] = tuple(
             base.id if isinstance(base, ast.Name) else base.attr
@@ -45,11 +54,39 @@ class Definitions:
         )
         for statement in _top_level(node.body):
             if isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef):
+                if statement.name in methods:
+                    self.duplicated.add(f"{node.name}.{statement.name}")
                 methods[statement.name] = statement
                 self.owner[id(statement)] = node.name
                 self.defining.setdefault(statement.name, []).append(node.name)
             elif isinstance(statement, ast.ClassDef):
                 self.add_class(statement)
+
+    def locate(self, node: ast.AST) -> str | None:
+        """How another version of the file names the same definition: `f`, `Class.method`,
+        `class Class`; None where the name does not say which def it is (defined in a
+        function, or more than once)."""
+        if isinstance(node, ast.ClassDef):
+            where = f"class {node.name}"
+            found: ast.AST | None = self.classes.get(node.name)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            cls = self.owner.get(id(node))
+            where = node.name if cls is None else f"{cls}.{node.name}"
+            found = (
+                self.functions.get(node.name)
+                if cls is None
+                else self.methods.get(cls, {}).get(node.name)
+            )
+        else:
+            return None
+        return where if found is node and where not in self.duplicated else None
+
+    def located(self, where: str) -> ast.AST | None:
+        """The definition `locate` named ``where``, in this version."""
+        if where.startswith("class "):
+            return self.classes.get(where[len("class ") :])
+        cls, _, name = where.rpartition(".")
+        return self.functions.get(name) if not cls else self.methods.get(cls, {}).get(name)
 
     def method(self, cls: str, name: str) -> tuple[str, Function] | None:
         """The class (``cls`` or one of its bases in the file) whose ``name`` a call on an

@@ -9,7 +9,7 @@ replays it (findings, pending findings, what the body passes to other functions,
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from gpulens.analysis.incremental import (
@@ -29,6 +29,8 @@ if TYPE_CHECKING:
     from gpulens.analysis.values import Evaluator
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
+# values that name a def of the file: its identity matters (what it returns, whose it is)
+_NAMED = (Kind.FUNCTION, Kind.CLASS, Kind.INSTANCE)
 Judgment = tuple[Function, tuple[int, int, int]]
 Call = tuple[str, tuple[tuple[int | str, Value | None], ...], str | None]
 
@@ -248,6 +250,7 @@ class FunctionResultsMixin:
                 tuple(sorted(definitions.functions)),
                 tuple(sorted((c, tuple(sorted(m))) for c, m in definitions.methods.items())),
                 tuple(sorted(definitions.bases.items())),
+                tuple(sorted(definitions.duplicated)),
                 mentions_mps(self.ctx),
             )
         return self._file_key
@@ -271,6 +274,13 @@ class FunctionResultsMixin:
         if not all(within(f, first, last) for f in [*findings, *(f for _, f in pending)]):
             return None
         after = _self_bindings(enclosing)
+        attributes = {
+            k: v for k, v in after.items() if recording.self_bindings.get(k, ...) is not v
+        }
+        passed = (v for _, arguments, _ in recording.calls for _, v in arguments)
+        relocated = self.definitions_named([*attributes.values(), *passed], first, last)
+        if relocated is None:
+            return None
         before = recording.aliases
         return FunctionResult(
             first,
@@ -279,7 +289,7 @@ class FunctionResultsMixin:
             list(recording.calls),
             ctx.facts.uses_gpu and not recording.uses_gpu,
             ctx.facts.reduced_precision and not recording.reduced_precision,
-            {k: v for k, v in after.items() if recording.self_bindings.get(k, ...) is not v},
+            attributes,
             tuple((k, v) for k, v in ctx.imports.aliases.items() if before.get(k) != v),
             frozenset(evaluator.module_classes - recording.module_classes),
             frozenset(evaluator.loader_classes - recording.loader_classes),
@@ -288,7 +298,27 @@ class FunctionResultsMixin:
                 for k, v in evaluator.step_classes.items()
                 if recording.step_classes.get(k) != v
             ),
+            relocated,
         )
+
+    def definitions_named(
+        self, values: list[Value | None], first: int, last: int
+    ) -> dict[int, str] | None:
+        """The functions and classes of the file outside lines ``first``..``last`` that
+        ``values`` name (a callback passed on, `self.fn = helper`), by id, each with the
+        name that finds it in another version; None if one has no such name. A replay puts
+        the current def in their place: what it returns, whose method it is."""
+        found: dict[int, str] = {}
+        for value in values:
+            if value is None or value.kind not in _NAMED or value.origin is None:
+                continue
+            if first <= getattr(value.origin, "lineno", 0) - 1 <= last:
+                continue  # defined in the body: the same text in every version it is replayed in
+            where = self.definitions.locate(value.origin)
+            if where is None:
+                return None
+            found[id(value.origin)] = where
+        return found
 
     def replay(self, result: FunctionResult, first: int, enclosing: Scope) -> None:
         ctx = self.ctx
@@ -296,14 +326,31 @@ class FunctionResultsMixin:
         delta = first - result.first  # usually 0: most edits leave other functions in place
         ctx.findings.extend(shift_finding(f, delta) for f in result.findings)
         ctx.pending.extend((c, shift_finding(f, delta)) for c, f in result.pending)
+        calls = result.calls
+        attributes = result.self_bindings
+        if result.relocated:
+            current = {
+                old: self.definitions.located(where) for old, where in result.relocated.items()
+            }
+
+            def now(value: Value | None) -> Value | None:
+                if value is None or id(value.origin) not in current:
+                    return value
+                return replace(value, origin=current[id(value.origin)])
+
+            calls = [
+                (name, tuple((k, now(v)) for k, v in arguments), hot_call)
+                for name, arguments, hot_call in calls
+            ]
+            attributes = {k: now(v) for k, v in attributes.items()}
         for recording in self._recordings:  # an enclosing function being recorded
-            recording.calls.extend(result.calls)
-        for name, arguments, hot_call in result.calls:
+            recording.calls.extend(calls)
+        for name, arguments, hot_call in calls:
             self.merge_call(name, arguments, hot_call)
         ctx.facts.uses_gpu |= result.uses_gpu
         ctx.facts.reduced_precision |= result.reduced_precision
         owner = enclosing.enclosing_class()
-        for name, value in result.self_bindings.items():
+        for name, value in attributes.items():
             if owner is not None:
                 owner.bind(name, value)
         if result.imports:

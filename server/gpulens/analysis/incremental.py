@@ -196,6 +196,9 @@ class FunctionResult:
     module_classes: frozenset[str] = frozenset()
     loader_classes: frozenset[str] = frozenset()
     step_classes: tuple[tuple[str, str], ...] = ()
+    # defs of the file outside the body that its values name (id -> where, as
+    # `Definitions.locate` says): replaced by the current version's defs on replay
+    relocated: dict[int, str] = field(default_factory=dict)
 
 
 class FunctionMemo:
