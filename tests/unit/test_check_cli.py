@@ -30,8 +30,10 @@ for i in range(100):
     total += (x * i).sum().item()
 """
 SYNC = "(x * i).sum().item()"  # what GPU001 points at
+# what its fix puts there: the sum stays on the device, in float64 as the Python float was
+KEPT = "(x * i).sum().detach().double()"
 AFTER_LOOP = "total = float(total)  # one sync, after the loop\n"  # the line its fix adds
-LOOP_SYNC_FIXED = LOOP_SYNC.replace(SYNC, "(x * i).sum().detach()") + AFTER_LOOP
+LOOP_SYNC_FIXED = LOOP_SYNC.replace(SYNC, KEPT) + AFTER_LOOP
 
 # GPU011 (info, no fix) at the `1` of `batch_size=1` (found as "1, pin"), then GPU001 as above
 TRAINING = """\
@@ -236,7 +238,7 @@ for i in range(100):
     café += (x * i).sum().item()
 print(café)
 """
-LATIN1_FIXED = LATIN1.replace(SYNC, "(x * i).sum().detach()").replace(
+LATIN1_FIXED = LATIN1.replace(SYNC, KEPT).replace(
     "print(café)", "café = float(café)  # one sync, after the loop\nprint(café)"
 )
 
@@ -313,7 +315,7 @@ def test_json_fields_positions_and_order(
                         "column": column,
                         "end_line": line,
                         "end_column": column + len(SYNC),
-                        "new_text": "(x * i).sum().detach()",
+                        "new_text": KEPT,
                     },
                     {
                         "line": after,
@@ -387,7 +389,7 @@ def test_fix_rewrites_and_a_second_run_changes_nothing(
     path = write(tmp_path / "train.py", TRAINING)
     status, out, _ = run_main(["--fix", "train.py"], tmp_path, capsys, monkeypatch)
     assert status == 0  # the info finding that remains (GPU011, no fix) does not block
-    assert path.read_text() == TRAINING.replace(SYNC, "(x * i).sum().detach()") + AFTER_LOOP
+    assert path.read_text() == TRAINING.replace(SYNC, KEPT) + AFTER_LOOP
     remaining, closing = out.splitlines()
     assert remaining.startswith(f"{where('train.py', TRAINING, '1, pin')}: GPU011 ")
     assert closing == "Found 2 problems (1 fixed, 1 remaining)."
@@ -415,7 +417,7 @@ def test_fix_repeats_until_stable(
     assert status == 0
     assert path.read_text() == (
         LOADER_COPY.replace("x.cuda()", "x.to(device, non_blocking=True)").replace(
-            "x.sum().item()", "x.sum().detach()"
+            "x.sum().item()", "x.sum().detach().double()"
         )
         + AFTER_LOOP
     )
@@ -436,7 +438,7 @@ def test_fix_keeps_crlf_and_declared_encoding(
 def test_fix_leaves_the_text_after_a_syntax_error_alone(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    tail = "if x\n    pass\nfor i in range(100):\n    total += (x * i).sum().item()\n"
+    tail = "if x\n    pass\ntotal = 0.0\nfor i in range(100):\n    total += (x * i).sum().item()\n"
     text = LOOP_SYNC + "print(total)\n" + tail
     path = write(tmp_path / "half.py", text)
     # both loops are reported with a safe fix, the one below the syntax error too
@@ -654,7 +656,7 @@ def test_notebook_fix_rewrites_cell_sources_only(
     assert status == 0
     assert "Found 1 problem (1 fixed, 0 remaining)." in out
     expected = json.loads(jupyter_json(NOTEBOOK))
-    fixed_cell = TRAIN_CELL.replace(SYNC, "(x * i).sum().detach()") + "\n" + AFTER_LOOP.rstrip()
+    fixed_cell = TRAIN_CELL.replace(SYNC, KEPT) + "\n" + AFTER_LOOP.rstrip()
     expected["cells"][2]["source"] = fixed_cell.splitlines(keepends=True)
     assert path.read_text(encoding="utf-8") == jupyter_json(expected)
     before = path.stat().st_mtime_ns

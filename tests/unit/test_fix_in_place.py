@@ -24,8 +24,9 @@ total = 0.0
 for i in range(100):
     total += (x * i).sum().item()
 """
+# the total starts as a Python float: the fix sums in float64, as the float did
 FIXED = (
-    LOOP_SYNC.replace("(x * i).sum().item()", "(x * i).sum().detach()")
+    LOOP_SYNC.replace("(x * i).sum().item()", "(x * i).sum().detach().double()")
     + "total = float(total)  # one sync, after the loop\n"
 )
 NOBODY = 65534

@@ -182,6 +182,187 @@ class A:
         for i in range(3):
             x.item()
 """
+# what a function of the file returns, read where the key does not name it: through an
+# alias, through a function another returns, after the body's own import
+ALIASED_HELPER = """\
+import torch
+model = torch.nn.Linear(3, 3).cuda()
+
+
+def helper(x):
+    return float(x)
+
+
+def train(loader):
+    g = helper
+    for batch in loader:
+        r = g(model(batch))
+        if r > 0:
+            pass
+"""
+RETURNED_HELPER = """\
+import torch
+model = torch.nn.Linear(3, 3).cuda()
+
+
+def helper(x):
+    return float(x)
+
+
+def pick():
+    return helper
+
+
+def train(loader):
+    fn = pick()
+    for batch in loader:
+        r = fn(model(batch))
+        if r > 0:
+            pass
+"""
+JUDGED_AFTER_AN_IMPORT = """\
+def helper():
+    return cp.zeros(3)
+
+
+def f():
+    import cupy as cp
+    for i in range(10):
+        y = helper()
+        if y.sum() > 0:
+            pass
+"""
+# bodies GPU005 reads to judge a DataLoader's items: its dataset class's, its collate
+# function's
+DATASET_CLASS = """\
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+device = torch.device("cuda")
+
+
+class Items(Dataset):
+    def __getitem__(self, i):
+        return torch.zeros(3)
+
+    def __len__(self):
+        return 3
+
+
+def make():
+    model = torch.nn.Linear(3, 3).to(device)
+    return model, DataLoader(Items(), batch_size=4)
+"""
+COLLATE_FUNCTION = """\
+import torch
+from torch.utils.data import DataLoader
+
+device = torch.device("cuda")
+
+
+def collate(items):
+    return torch.stack(items)
+
+
+def make(dataset):
+    model = torch.nn.Linear(3, 3).to(device)
+    return model, DataLoader(dataset, batch_size=4, collate_fn=collate)
+"""
+# the accumulate fix sums in float64 only where the file never names Apple's GPU
+ACCUMULATE = """\
+import torch
+
+
+def train(model, loader, device):
+    total = 0.0
+    for batch in loader:
+        loss = model(batch.to(device)).sum()
+        total += loss.item()
+    return total
+"""
+# two functions that call each other: what each returns must not depend on which one the
+# walk (or a memo key) asks for first
+MUTUAL_RECURSION = """\
+import torch
+
+
+def a(x):
+    return b(x)
+
+
+def b(x):
+    if x:
+        return a(x)
+    return torch.ones(3).cuda()
+
+
+def train(loader):
+    for batch in loader:
+        y = b(batch)
+        z = a(batch)
+        if z.sum() > 0:
+            pass
+"""
+# the same method text in two classes: `self.step(...)` calls each class's own step
+SAME_METHOD_IN_TWO_CLASSES = """\
+import torch
+
+
+class A:
+    def step(self, b):
+        return float(b)
+
+    def fit(self, loader, device):
+        for b in loader:
+            self.step(b.to(device))
+
+
+class B:
+    def step(self, b):
+        return b.sum().item()
+
+    def fit(self, loader, device):
+        for b in loader:
+            self.step(b.to(device))
+"""
+# a value a replayed body hands on names a def outside it: the def of the current version
+# must stand in it, not the one the body was first walked with
+HELPER_IN_AN_ATTRIBUTE = """\
+import torch
+
+
+def helper(x):
+    return float(x)
+
+
+class M:
+    def __init__(self):
+        self.fn = helper
+
+    def fit(self, loader, device):
+        for b in loader:
+            r = self.fn(b.to(device))
+            if r > 0:
+                pass
+"""
+CALLBACK = """\
+import torch
+
+
+def helper(x):
+    return float(x)
+
+
+def run(fn, loader, device):
+    for b in loader:
+        r = fn(b.to(device))
+        if r > 0:
+            pass
+
+
+def main(loader, device):
+    run(helper, loader, device)
+"""
 OUTSIDE_CHANGES = {
     # the issue's case: a syntax error elsewhere hid a finding, and the repair did not bring
     # it back (the fix's preamble needs a file that parses)
@@ -213,6 +394,44 @@ OUTSIDE_CHANGES = {
         SHADOWED_BY_A_CLASS,
         SHADOWED_BY_A_CLASS.replace("torch.randn(3).cuda()", "np.zeros(3)"),
     ],
+    "a helper called through an alias": [
+        ALIASED_HELPER,
+        ALIASED_HELPER.replace("return float(x)", "return x * 2"),
+    ],
+    "a helper another function returns": [
+        RETURNED_HELPER,
+        RETURNED_HELPER.replace("return float(x)", "return x * 2"),
+    ],
+    # before the import, both helpers return what nobody knows; after it, only one a GPU array
+    "a helper judged after the body's import": [
+        JUDGED_AFTER_AN_IMPORT,
+        JUDGED_AFTER_AN_IMPORT.replace("return cp.zeros(3)", "return np.zeros(3)"),
+    ],
+    "a dataset class that now yields CUDA tensors": [
+        DATASET_CLASS,
+        DATASET_CLASS.replace("torch.zeros(3)", "torch.zeros(3).cuda()"),
+    ],
+    "a collate function that now moves batches to the GPU": [
+        COLLATE_FUNCTION,
+        COLLATE_FUNCTION.replace("torch.stack(items)", "torch.stack(items).cuda()"),
+    ],
+    "Apple's GPU named in a comment": [ACCUMULATE, ACCUMULATE + "\n# also runs on mps\n"],
+    "two functions that call each other": [
+        MUTUAL_RECURSION,
+        MUTUAL_RECURSION.replace("            pass", "            pass  # edited"),
+    ],
+    "the same method text in two classes": [
+        SAME_METHOD_IN_TWO_CLASSES,
+        SAME_METHOD_IN_TWO_CLASSES + "\n",
+    ],
+    "a helper held in an attribute": [
+        HELPER_IN_AN_ATTRIBUTE,
+        HELPER_IN_AN_ATTRIBUTE.replace("return float(x)", "return x * 2"),
+    ],
+    "a helper passed as a callback": [
+        CALLBACK,
+        CALLBACK.replace("return float(x)", "return x * 2"),
+    ],
     "two spellings of one import swapped": [
         TWO_SPELLINGS,
         TWO_SPELLINGS.replace(
@@ -232,6 +451,17 @@ def test_a_function_is_walked_again_when_what_it_reads_outside_changes(
         assert analyzer.analyze(text, DEFAULT_CONFIG) == analyze(text)
 
 
+def test_what_a_recursion_returns_does_not_depend_on_which_call_comes_first() -> None:
+    swapped = MUTUAL_RECURSION.replace(
+        "        y = b(batch)\n        z = a(batch)\n",
+        "        z = a(batch)\n        y = b(batch)\n",
+    )
+    assert swapped != MUTUAL_RECURSION
+    assert [f.code for f in analyze(swapped).findings] == [
+        f.code for f in analyze(MUTUAL_RECURSION).findings
+    ]
+
+
 def test_a_repaired_function_is_not_remembered_by_its_text() -> None:
     # the broken line is blanked to `pass` for the parse: what was walked is not the text
     text = "import torch\n\n\ndef f(x):\n    for b in x:\n        b.cuda().item(\n"
@@ -245,3 +475,19 @@ def test_the_memo_forgets_function_texts_of_old_versions() -> None:
     for count in range(20):
         analyzer.analyze(f"def f():\n    return {count}\n", DEFAULT_CONFIG)
     assert len(analyzer.memo.names) == 1
+
+
+def test_a_body_that_calls_a_function_it_defines_is_remembered() -> None:
+    # what the nested function returns is judged from the body's own text
+    text = (
+        "def main(loader, device):\n"
+        "    def step(b):\n"
+        "        return b.to(device)\n"
+        "\n"
+        "    for b in loader:\n"
+        "        x = step(b)\n"
+        "        print(x.sum().item())\n"
+    )
+    analyzer = DocumentAnalyzer()
+    assert analyzer.analyze(text, DEFAULT_CONFIG) == analyze(text)
+    assert any(key[0].startswith("def main") for key in analyzer.memo.results)

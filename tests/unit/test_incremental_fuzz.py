@@ -111,9 +111,88 @@ if __name__ == "__main__":
     train(*build())
 """
 
+# What the deeper analysis follows between functions: methods called on self and on objects
+# of file classes, helpers held in attributes or passed on, tuples returned, a recursion, a
+# loader class and a dataset class of the file, an import and a class made in a function.
+FOLLOWS_CALLS = """\
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+device = torch.device("cuda")
+
+
+def to_host(t):
+    return float(t)
+
+
+def loaders():
+    return DataLoader(Items(), batch_size=8), DataLoader(Items(), batch_size=8)
+
+
+def a(x):
+    return b(x)
+
+
+def b(x):
+    if x:
+        return a(x)
+    return torch.ones(3, device=device)
+
+
+class Items(Dataset):
+    def __getitem__(self, i):
+        return torch.zeros(3)
+
+    def __len__(self):
+        return 8
+
+
+class Meter:
+    def update(self, value):
+        if value.sum() > 0:
+            self.last = value.item()
+
+
+class Trainer:
+    def __init__(self, model):
+        self.model = model.to(device)
+        self.meter = Meter()
+        self.read = to_host
+
+    def step(self, batch):
+        return self.model(batch.to(device)).sum()
+
+    def fit(self, loader):
+        for batch in loader:
+            loss = self.step(batch)
+            self.meter.update(loss)
+            if self.read(loss) > 0:
+                print(b(loss))
+
+
+def run(fn, loader):
+    for batch in loader:
+        r = fn(batch.to(device))
+        if r > 0:
+            pass
+
+
+def main():
+    import cupy as cp
+
+    class Head(torch.nn.Module):
+        pass
+
+    train, val = loaders()
+    Trainer(Head()).fit(train)
+    run(to_host, val)
+    return cp.zeros(3)
+"""
+
 SOURCES = [
     READS_OUTSIDE,
     NO_DEVICE_VARIABLE,
+    FOLLOWS_CALLS,
     *(text for path in FILES for text in (path.read_text(), in_a_function(path.read_text()))),
 ]
 

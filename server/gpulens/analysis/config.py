@@ -7,7 +7,7 @@ import re
 import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from pathlib import Path
+from pathlib import Path, PurePath
 from types import MappingProxyType
 
 from gpulens.analysis.model import Edit, Finding, Severity, Span
@@ -26,6 +26,8 @@ class Config:
     # what "Move to device" and the device fixes write when the file has no device variable
     device: str = "cuda"
     exclude: tuple[str, ...] = ()
+    # test files (`tests/`, `test_*.py`, `*_test.py`, `conftest.py`) get findings too
+    tests: bool = False
 
     def enabled(self, code: str) -> bool:
         if any(code.startswith(prefix) for prefix in self.ignore):
@@ -37,6 +39,24 @@ class Config:
 
     def merged(self, **changes: object) -> Config:
         return replace(self, **changes)  # type: ignore[arg-type]
+
+    def for_file(self, path: str | PurePath) -> Config:
+        """The config one file is checked with: performance advice in a unit test is noise,
+        so a test file gets no findings unless `tests = true`. ``path`` is best relative to
+        the project (a folder named `tests` above the project does not make a test file)."""
+        if self.tests or not is_test_file(path):
+            return self
+        return self.merged(select=frozenset())
+
+
+_TEST_FILE = re.compile(r"^(test_.+|.+_test|conftest)\.py$")
+_TEST_FOLDERS = frozenset({"tests", "test"})
+
+
+def is_test_file(path: str | PurePath) -> bool:
+    """`tests/…`, `test/…`, `test_*.py`, `*_test.py`, `conftest.py`."""
+    path = PurePath(path)
+    return bool(_TEST_FILE.match(path.name)) or any(p in _TEST_FOLDERS for p in path.parts[:-1])
 
 
 DEFAULT_CONFIG = Config()
@@ -92,7 +112,7 @@ def config_from_mapping(table: Mapping[str, object], what: str = "[tool.gpulens]
     """Build a Config from `[tool.gpulens]` or the editor's `gpulens.rules` settings."""
     if not isinstance(table, Mapping):
         raise ConfigError(f"{what} must be a table")
-    known = {"select", "ignore", "severity", "device", "exclude", "extend-exclude"}
+    known = {"select", "ignore", "severity", "device", "exclude", "extend-exclude", "tests"}
     unknown = sorted(set(table) - known)
     if unknown:
         raise ConfigError(
@@ -109,7 +129,17 @@ def config_from_mapping(table: Mapping[str, object], what: str = "[tool.gpulens]
         if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
             raise ConfigError(f"{what}.{key} must be a list of path patterns")
     exclude = tuple(table.get("exclude", ())) + tuple(table.get("extend-exclude", ()))  # type: ignore[arg-type]
-    return Config(select=select, ignore=ignore, severity=severity, device=device, exclude=exclude)
+    tests = table.get("tests", False)
+    if not isinstance(tests, bool):
+        raise ConfigError(f"{what}.tests must be true or false")
+    return Config(
+        select=select,
+        ignore=ignore,
+        severity=severity,
+        device=device,
+        exclude=exclude,
+        tests=tests,
+    )
 
 
 def find_pyproject(start: Path, within: Path | None = None) -> Path | None:

@@ -8,11 +8,13 @@ import enum
 from dataclasses import dataclass, field
 
 from gpulens.analysis.config import Config
-from gpulens.analysis.model import Finding, Fix, Span
+from gpulens.analysis.model import Finding, Fix, Severity, Span
 from gpulens.analysis.rules.registry import Rule
 from gpulens.analysis.source import SourceText
 from gpulens.analysis.symbols import Imports, Kind, Scope, Value
 from gpulens.analysis.values import Evaluator
+
+_LOADERS = (Kind.LOADER, Kind.DEVICE_LOADER, Kind.BATCH)
 
 
 @dataclass(slots=True)
@@ -32,15 +34,34 @@ class Loop:
     block: tuple[list[ast.stmt], int] | None = None
     # what rules already reported for this loop (one finding per array and loop)
     reported: set[str] = field(default_factory=set)
+    label: str | None = None  # how messages name it, when not by its node's type
+    # its body holds a loop over a loader: it runs once per epoch, and what it does outside
+    # that inner loop is no per-step cost
+    per_epoch: bool = False
+    # its body takes a training step (`loss.backward()`) or draws a batch (`next(it)`):
+    # a training loop, even when the program times it
+    trains: bool = False
+    # names the body uses, with their counts (filled when a fix first asks)
+    names_used: dict[str, int] | None = None
+    # its items are whole batches or a few distinct tensors (`for t in (x, mask)`,
+    # `for k, v in batch.items()`, `for chunk in x.split(n)`), not the samples of one batch
+    whole_items: bool = False
 
     @property
     def over_loader(self) -> bool:
-        return self.iterates is not None and self.iterates.kind in (Kind.LOADER, Kind.BATCH)
+        return self.iterates is not None and self.iterates.kind in _LOADERS
+
+    @property
+    def per_sample(self) -> bool:
+        """Each iteration handles one sample (or one element) of some data."""
+        return bool(self.targets) and not self.over_loader and not self.whole_items
 
     def describe(self) -> str:
         # no line numbers: in a notebook they would count from the first cell
         if self.called_from:
             return self.called_from
+        if self.label:
+            return self.label
         if isinstance(self.node, ast.For | ast.AsyncFor):
             return "the enclosing `for` loop"
         if isinstance(self.node, ast.While):
@@ -70,18 +91,23 @@ class ModuleFacts:
 class Context:
     __slots__ = (
         "_tree",
+        "clock_lines",
         "config",
+        "deciding_exit",
         "evaluator",
         "facts",
+        "file_facts",
         "findings",
         "function",
         "imports",
+        "likely",
         "loops",
         "outside_reads",
         "pending",
         "source",
         "statement",
         "statements",
+        "timers",
     )
 
     def __init__(self, source: SourceText, config: Config, tree: ast.Module) -> None:
@@ -100,6 +126,14 @@ class Context:
         # the statement list the current statement belongs to, and its index there
         self.statements: tuple[list[ast.stmt], int] | None = None
         self.function: ast.FunctionDef | ast.AsyncFunctionDef | None = None
+        # walking the test that decides whether a loop stops (`if done.all(): break`)
+        self.deciding_exit = False
+        self.timers = 0  # `with Timer():` blocks the walk is inside
+        # walking a function that only guessed calls reach: its warnings are hints
+        self.likely = False
+        self.clock_lines: dict[int, tuple[int, ...]] = {}  # per function: host clock reads
+        # what rules judge of the whole file, once per walk (keyed by what it depends on)
+        self.file_facts: dict[tuple[object, ...], object] = {}
         # findings that stand only if the whole file bears them out (plain data, so that a
         # function's results can be cached and replayed)
         self.pending: list[tuple[Condition, Finding]] = []
@@ -116,6 +150,12 @@ class Context:
         """The whole file's text (see `module_tree`)."""
         self.outside_reads += 1
         return self.source.text
+
+    def definitions_read(self, nodes: list[ast.AST]) -> list[ast.AST]:
+        """Definitions elsewhere in the file whose bodies a rule reads (a dataset class's
+        methods, a collate function): as with `module_tree`, not memoized."""
+        self.outside_reads += 1
+        return nodes
 
     # -- values -------------------------------------------------------------------------
 
@@ -142,7 +182,7 @@ class Context:
     def hot_loop(self) -> Loop | None:
         """The innermost loop when the current node runs on every one of its iterations."""
         loop = self.loop
-        return None if loop is None or loop.guarded else loop
+        return None if loop is None or loop.guarded or loop.per_epoch else loop
 
     def loop_binding(self, node: ast.AST) -> Loop | None:
         """The innermost hot loop whose per-iteration names ``node`` uses."""
@@ -161,12 +201,22 @@ class Context:
         return self.source.segment(self.source.span(node))
 
     def report(
-        self, rule: Rule, node: ast.AST | Span, message: str, fixes: tuple[Fix, ...] = ()
+        self,
+        rule: Rule,
+        node: ast.AST | Span,
+        message: str,
+        fixes: tuple[Fix, ...] = (),
+        severity: Severity | None = None,
     ) -> None:
+        """Report a finding at the rule's severity, or at ``severity`` (a hint where the
+        analysis is not sure the cost is worth fixing)."""
         if not self.config.enabled(rule.code):
             return
         span = node if isinstance(node, Span) else self.source.span(node)
-        self.findings.append(Finding(rule.code, rule.severity, message, span, fixes))
+        severity = severity or rule.severity
+        if self.likely and severity.blocks:
+            severity = Severity.HINT  # what only a guess says is at most a hint
+        self.findings.append(Finding(rule.code, severity, message, span, fixes))
 
     def report_if(self, condition: Condition, findings: list[Finding]) -> None:
         """Keep ``findings`` if ``condition`` holds once the whole file has been walked."""

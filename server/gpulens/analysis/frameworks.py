@@ -31,8 +31,13 @@ TORCH_FACTORIES = frozenset(
         "triu_indices",
     ]
 )
-# factories whose arguments are data, not shapes: GPU003 only fires for literal data
+# factories whose arguments are data, not shapes: they build on the host whatever the
+# device, so passing `device=` saves nothing (no GPU003)
 TORCH_DATA_FACTORIES = frozenset({"torch.tensor", "torch.as_tensor"})
+# factories that draw random numbers: on another device, another generator
+RANDOM_FACTORIES = frozenset(
+    {"randn", "rand", "randint", "randperm", "normal", "randn_like", "rand_like", "randint_like"}
+)
 TORCH_LIKE_FACTORIES = frozenset(
     f"torch.{n}_like" for n in ["zeros", "ones", "empty", "full", "rand", "randn", "randint"]
 )
@@ -62,9 +67,76 @@ HOST_RESULT_METHODS = frozenset(
         "is_complex",
     ]
 )
-# attributes of an array that are host metadata
+# attributes of an array that are host metadata: reading them never waits for the GPU
 HOST_ATTRIBUTES = frozenset(
-    ["shape", "dtype", "device", "ndim", "is_cuda", "layout", "nbytes", "itemsize", "size"]
+    [
+        "shape",
+        "dtype",
+        "device",
+        "ndim",
+        "is_cuda",
+        "layout",
+        "nbytes",
+        "itemsize",
+        "size",
+        "requires_grad",
+        "is_leaf",
+        "grad_fn",
+        "names",
+        "is_sparse",
+        "is_quantized",
+        "is_meta",
+        "is_cpu",
+        "is_mps",
+        "is_xpu",
+    ]
+)
+# builtins whose result is a host value whatever they are given (identity, type and size
+# checks, conversions): `len(x)`, `isinstance(x, T)`, `hasattr(x, "a")`, `float(t)`
+HOST_BUILTINS = frozenset(
+    [
+        "isinstance",
+        "issubclass",
+        "hasattr",
+        "callable",
+        "len",
+        "type",
+        "id",
+        "hash",
+        "repr",
+        "str",
+        "format",
+        "int",
+        "float",
+        "bool",
+        "complex",
+        "print",
+        "range",
+        "dir",
+        "vars",
+        "ord",
+        "chr",
+        "open",
+        "input",
+        "setattr",
+        "delattr",
+    ]
+)
+# nn.Module methods that hand out its parts (names, parameters, submodules): iterating them
+# walks a few whole tensors or modules, never the elements of an array
+MODULE_PARTS_METHODS = frozenset(
+    [
+        "parameters",
+        "named_parameters",
+        "buffers",
+        "named_buffers",
+        "modules",
+        "named_modules",
+        "children",
+        "named_children",
+        "state_dict",
+        "keys",
+    ]
 )
 # attributes of an array that are arrays on the same device
 ARRAY_ATTRIBUTES = frozenset(["T", "mT", "H", "mH", "data", "grad", "real", "imag"])
@@ -102,6 +174,64 @@ HOST_CLOCKS = frozenset(
     }
 )
 
+# objects whose `prepare`/`setup` put models and loaders on the device
+FRAMEWORK_CLASSES = frozenset(
+    {
+        "accelerate.Accelerator",
+        "accelerate.accelerator.Accelerator",
+        "lightning.Fabric",
+        "lightning.fabric.Fabric",
+        "lightning.fabric.fabric.Fabric",
+        "lightning_fabric.Fabric",
+        "lightning_fabric.fabric.Fabric",
+    }
+)
+# names that by convention hold one (used when it comes from elsewhere: `self.accelerator`)
+FRAMEWORK_NAME = re.compile(r"^(accelerator|fabric)$")
+# what each of their methods returns for each argument: a module or loader on the device
+PLACING_METHODS = {
+    "prepare": "each",  # Accelerate: models, optimizers, loaders, schedulers, in order
+    "prepare_model": "module",
+    "prepare_data_loader": "loader",
+    "setup": "module first",  # Fabric: the model, then its optimizers
+    "setup_module": "module",
+    "setup_dataloaders": "loader",
+    "unwrap_model": "module",
+}
+# names that by convention hold a model (an argument of `prepare` whose value is unknown)
+MODEL_NAME = re.compile(
+    r"(^|_)(model|net|network|module|submodule|unet|transformer|encoder|decoder|generator|"
+    r"discriminator|critic|policy|backbone|classifier|vae|teacher|student)$",
+    re.IGNORECASE,
+)
+# methods a framework calls once per step with the batch already on the device, and the
+# parameters that receive device data: a LightningModule's steps and batch hooks, a
+# transformers Trainer's compute_loss
+STEP_METHODS: dict[str, dict[str, tuple[str, ...]]] = {
+    "lightning": {
+        "training_step": ("batch",),
+        "validation_step": ("batch",),
+        "test_step": ("batch",),
+        "predict_step": ("batch",),
+        "on_train_batch_start": ("batch",),
+        "on_train_batch_end": ("outputs", "batch"),
+        "on_validation_batch_start": ("batch",),
+        "on_validation_batch_end": ("outputs", "batch"),
+        "on_test_batch_start": ("batch",),
+        "on_test_batch_end": ("outputs", "batch"),
+        "on_predict_batch_start": ("batch",),
+        "on_predict_batch_end": ("outputs", "batch"),
+        "on_after_batch_transfer": ("batch",),
+    },
+    "transformers": {"compute_loss": ("inputs",)},
+}
+# base classes whose subclasses' STEP_METHODS a framework runs, by the end of their name
+STEP_CLASSES = {"LightningModule": "lightning", "Trainer": "transformers"}
+STEP_CLASS_MODULES = ("lightning", "pytorch_lightning", "transformers", "trl")
+
+# library functions that move a whole batch (tensors in dicts, lists, tuples) to a device
+DEVICE_PLACING_FUNCTIONS = frozenset({"send_to_device", "move_data_to_device"})
+
 DATALOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
 
 # host-to-device constructors of the other frameworks
@@ -113,6 +243,36 @@ CUPY_HOST_FUNCTIONS = frozenset(
     {"cupy.asnumpy", "cupy.get_array_module", "cupy.isscalar", "cupy.ndim", "cupy.shape"}
 )
 DEVICE_TO_HOST_CALLS = frozenset({"cupy.asnumpy", "jax.device_get"})
+# functions of NumPy-like array libraries that look at types, shapes or sizes, or plan work:
+# their results are host values
+ARRAY_API_HOST_FUNCTIONS = frozenset(
+    {
+        "isrealobj",
+        "iscomplexobj",
+        "isfortran",
+        "isscalar",
+        "iterable",
+        "ndim",
+        "shape",
+        "size",
+        "result_type",
+        "can_cast",
+        "min_scalar_type",
+        "promote_types",
+        "common_type",
+        "get_array_module",
+        "next_fast_len",
+        "prev_fast_len",
+    }
+)
+# fields of a model's outputs that hold tensors (transformers' ModelOutput, diffusers'):
+# other fields of an output object may be Python numbers
+OUTPUT_TENSOR_FIELD = re.compile(
+    r"^(loss|logits|\w+_logits|hidden_states|last_hidden_state|pooler_output|attentions|"
+    r"past_key_values|sample|prev_sample|pred_original_sample|\w+_embeds|pred_boxes|pred_masks)$"
+)
+# names of iterators that hand out a loader's batches (`CycleIterator(loader)`)
+LOADER_WRAPPER = re.compile(r"iter|cycle|loader|prefetch|repeat|infinite", re.IGNORECASE)
 
 GPU_DEVICE_STRING = re.compile(r"^(cuda|mps|xpu|hip|xla)(:\d+)?$")
 # names that by convention hold the device the program runs on

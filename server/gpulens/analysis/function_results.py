@@ -3,13 +3,13 @@
 The walker asks `function_body` to walk each function; with a memo it first looks for a
 result recorded under a key of everything the body's walk reads from outside the body, and
 replays it (findings, pending findings, what the body passes to other functions, the facts,
-`self.x` attributes, imports and module classes it sets) instead of walking.
+`self.x` attributes, imports and module, loader and step classes it sets) instead of walking.
 """
 
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from gpulens.analysis.incremental import (
@@ -19,13 +19,19 @@ from gpulens.analysis.incremental import (
     shift_finding,
     within,
 )
+from gpulens.analysis.rules.sync import mentions_mps
+from gpulens.analysis.rules.timing import chooses_only_cuda
 from gpulens.analysis.symbols import Kind, Scope, Value
 
 if TYPE_CHECKING:
     from gpulens.analysis.context import Context
+    from gpulens.analysis.definitions import Definitions
     from gpulens.analysis.values import Evaluator
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
+# values that name a def of the file: its identity matters (what it returns, whose it is)
+_NAMED = (Kind.FUNCTION, Kind.CLASS, Kind.INSTANCE)
+Judgment = tuple[Function, tuple[int, int, int]]
 Call = tuple[str, tuple[tuple[int | str, Value | None], ...], str | None]
 
 
@@ -35,6 +41,9 @@ class CallSites:
 
     arguments: dict[int | str, Value | None] = field(default_factory=dict)
     hot_call: str | None = None  # "the loop that calls train_step()"
+    # every call reaches it only if a guess holds (an object of unknown class, or a caller
+    # that is itself a guess): what its body finds is likely, not proven
+    guessed: bool = False
 
 
 @dataclass(slots=True)
@@ -48,7 +57,15 @@ class Recording:
     self_bindings: dict[str, Value | None]
     aliases: dict[str, str]  # the imports' bindings at the start
     module_classes: frozenset[str]
+    loader_classes: frozenset[str]
+    step_classes: dict[str, str]
     outside_reads: int
+    # what the file's functions return, as the key holds it: the judgments read from here
+    # on must be among ``covered`` (or of functions the body defines, judged in the state
+    # the key was taken in)
+    judgments: int  # len(evaluator.judgments_read) at the start
+    covered: frozenset[Judgment]
+    state: tuple[int, int, int]  # the evaluator's state when the key was taken
     calls: list[tuple[str, tuple[tuple[int | str, Value | None], ...], str | None]] = field(
         default_factory=list
     )
@@ -62,9 +79,11 @@ class FunctionResultsMixin:
     memo: FunctionMemo | None
     repaired: frozenset[int]  # lines whose parse is not their text
     call_sites: dict[str, object]
+    definitions: Definitions
     _recordings: list[Recording]
-    _looked_up: dict[int, tuple[Scope, dict[str, tuple[object, ...] | None]]]
-    _devices: dict[int, tuple[Scope | None, tuple[str, ...] | None]]
+    _looked_up: dict[tuple[int, int], tuple[Scope, dict[str, tuple[object, Value | None]]]]
+    _devices: dict[int, tuple[Scope, tuple[str, ...]]]
+    _file_key: tuple[object, ...] | None
 
     def walk_function(
         self, function: Function, enclosing: Scope, is_method: bool, sites: object
@@ -76,14 +95,22 @@ class FunctionResultsMixin:
     ) -> None:
         raise NotImplementedError
 
+    def sites_of(self, function: Function, scope: Scope, is_method: bool) -> CallSites | None:
+        raise NotImplementedError
+
+    def text_of(self, function: Function) -> str:
+        raise NotImplementedError
+
     def function_body(self, function: Function, enclosing: Scope, is_method: bool) -> None:
-        sites = self.call_sites.get(("self." if is_method else "") + function.name)
+        sites = self.sites_of(function, enclosing, is_method)
         first = function.lineno - 1
         last = (function.end_lineno or function.lineno) - 1
         if self.memo is None or any(first <= line <= last for line in self.repaired):
             # a repaired body was walked as other text than its own: its text cannot key it
             self.walk_function(function, enclosing, is_method, sites)
             return
+        evaluator = self.evaluator
+        judged = len(evaluator.judgments_read)
         key = self.memo_key(function, enclosing, is_method, sites)
         cached = self.memo.results.get(key)
         if cached is not None:
@@ -98,8 +125,13 @@ class FunctionResultsMixin:
             ctx.facts.reduced_precision,
             _self_bindings(enclosing),
             dict(ctx.imports.aliases),
-            frozenset(self.evaluator.module_classes),
+            frozenset(evaluator.module_classes),
+            frozenset(evaluator.loader_classes),
+            dict(evaluator.step_classes),
             ctx.outside_reads,
+            len(evaluator.judgments_read),
+            frozenset(evaluator.judgments_read[judged:]),
+            evaluator.state(),
         )
         self._recordings.append(recording)
         try:
@@ -116,71 +148,139 @@ class FunctionResultsMixin:
     ) -> tuple[object, ...]:
         """Everything a function body's walk reads from outside the body."""
         assert self.memo is not None
-        lines = self.ctx.source.lines
-        text = "".join(lines[function.lineno - 1 : function.end_lineno])
+        text = self.text_of(function)
         names = self.memo.names_in(text, function)
         # an enclosing scope's names are final once its functions are walked: look each up
-        # once per walk, however many functions use it
-        entry = self._looked_up.get(id(enclosing))
+        # once per walk (and state of the imports, which what the file's functions return
+        # is judged under), however many functions use it
+        entry = self._looked_up.get((id(enclosing), self.ctx.imports.version))
         if entry is None:
             # names are looked up as the body does, from a scope of its own: a class's
             # attributes are not seen from its methods. The probe scope holds the enclosing
             # one, so that its id cannot be reused by a new scope during the walk.
-            entry = self._looked_up[id(enclosing)] = (Scope("function", "", enclosing), {})
+            entry = (Scope("function", "", enclosing), {})
+            self._looked_up[(id(enclosing), self.ctx.imports.version)] = entry
         probe, looked_up = entry
+        # what a callee returns matters only where the body calls it (`name(`, `self.name(`)
+        _, called, methods = self.memo.called_in(text)
         scope_values = []
         for name in names:
-            if name not in looked_up:
-                looked_up[name] = fingerprint(probe.lookup(name), self.evaluator)
-            scope_values.append(looked_up[name])
-        devices = self._devices.get(id(enclosing), (None, None))[1]
-        if devices is None:  # GPU007 uses the first device variable in scope
-            found: list[str] = []
-            scope: Scope | None = enclosing
-            while scope is not None:
-                found.extend(
-                    n
-                    for n, v in scope.bindings.items()
-                    if v is not None and v.kind is Kind.DEVICE and "." not in n
-                )
-                scope = scope.parent
-            devices = tuple(found)
-            self._devices[id(enclosing)] = (enclosing, devices)
+            found = looked_up.get(name)
+            if found is None:
+                value = probe.lookup(name)
+                found = looked_up[name] = (fingerprint(value), value)
+            scope_values.append(found[0])
+            if name in called:
+                scope_values.append(self.returns_of(found[1]))  # type: ignore[arg-type]
         passed = None
         if sites is not None:
             passed = (
                 tuple(
                     sorted(
-                        (str(k), fingerprint(v, self.evaluator)) for k, v in sites.arguments.items()
+                        (str(k), fingerprint(v), self.returns_of(v))
+                        for k, v in sites.arguments.items()
                     )
                 ),
                 sites.hot_call,
+                sites.guessed,
             )
-        attributes = _self_bindings(enclosing).items()
+        evaluator = self.evaluator
+        owner = enclosing.enclosing_class()
         return (
             text,
             is_method,
+            # the class around: where calls on self go (`A.step`), which steps a framework runs
+            None if owner is None else owner.name,
             tuple(scope_values),
-            devices,
-            tuple(sorted((k, fingerprint(v, self.evaluator)) for k, v in attributes)),
+            self.devices_in(enclosing),
+            tuple(
+                sorted(
+                    (
+                        k,
+                        fingerprint(v),
+                        self.returns_of(v) if k.removeprefix("self.") in methods else None,
+                    )
+                    for k, v in _self_bindings(enclosing).items()
+                )
+            ),
             passed,
             # in binding order: the first local name of a module is the one fixes spell
             tuple(self.ctx.imports.aliases.items()),
-            frozenset(self.evaluator.module_classes),
+            frozenset(evaluator.module_classes),
+            frozenset(evaluator.loader_classes),
+            tuple(sorted(evaluator.step_classes.items())),
+            self.file_key(),
+            chooses_only_cuda(self.ctx),  # which wait GPU004's fix writes
         )
+
+    def devices_in(self, scope: Scope | None) -> tuple[str, ...]:
+        """The device variables visible in ``scope``, nearest first and each in binding
+        order: GPU007 and GPU004 use the first. Each scope's own are found once per walk."""
+        if scope is None:
+            return ()
+        cached = self._devices.get(id(scope))
+        if cached is not None:
+            return cached[1]
+        own = [
+            n
+            for n, v in scope.bindings.items()
+            if v is not None and v.kind is Kind.DEVICE and "." not in n
+        ]
+        devices = tuple(dict.fromkeys((*own, *self.devices_in(scope.parent))))
+        # the entry holds the scope, so that its id cannot be reused by a new scope
+        self._devices[id(scope)] = (scope, devices)
+        return devices
+
+    def returns_of(self, value: Value | None) -> tuple[object, ...] | None:
+        """For a function of the file, what calling it returns (and the parts of the tuple
+        it returns): what a caller's walk reads of the callee's body."""
+        if value is None or value.kind is not Kind.FUNCTION or value.origin is None:
+            return None
+        returned = self.evaluator.returned(value.origin)  # type: ignore[arg-type]
+        parts = self.evaluator.returned_parts(value.origin)  # type: ignore[arg-type]
+        return (fingerprint(returned), None if parts is None else tuple(map(fingerprint, parts)))
+
+    def file_key(self) -> tuple[object, ...]:
+        """What of the whole file any body may read, once per walk: its functions, classes,
+        bases and methods (which of them a call reaches), and whether it names Apple's GPU
+        (whose lack of float64 the accumulate fix heeds)."""
+        if self._file_key is None:
+            definitions = self.definitions
+            self._file_key = (
+                tuple(sorted(definitions.functions)),
+                tuple(sorted((c, tuple(sorted(m))) for c, m in definitions.methods.items())),
+                tuple(sorted(definitions.bases.items())),
+                tuple(sorted(definitions.duplicated)),
+                mentions_mps(self.ctx),
+            )
+        return self._file_key
 
     def result_of(
         self, recording: Recording, first: int, last: int, enclosing: Scope
     ) -> FunctionResult | None:
         ctx = self.ctx
+        evaluator = self.evaluator
         if ctx.outside_reads != recording.outside_reads:
             return None  # a rule read the whole module, which the key does not cover
+        for function, state in evaluator.judgments_read[recording.judgments :]:
+            if (function, state) in recording.covered:
+                continue
+            if state == recording.state and first < function.lineno - 1 <= last:
+                continue  # a function the body defines: its text is the body's
+            return None  # what a function returns, judged where the key did not look
         findings = ctx.findings[recording.findings :]
         pending = ctx.pending[recording.pending :]
         # a fix that edits outside the function (a line after the imports) cannot move with it
         if not all(within(f, first, last) for f in [*findings, *(f for _, f in pending)]):
             return None
         after = _self_bindings(enclosing)
+        attributes = {
+            k: v for k, v in after.items() if recording.self_bindings.get(k, ...) is not v
+        }
+        passed = (v for _, arguments, _ in recording.calls for _, v in arguments)
+        relocated = self.definitions_named([*attributes.values(), *passed], first, last)
+        if relocated is None:
+            return None
         before = recording.aliases
         return FunctionResult(
             first,
@@ -189,32 +289,82 @@ class FunctionResultsMixin:
             list(recording.calls),
             ctx.facts.uses_gpu and not recording.uses_gpu,
             ctx.facts.reduced_precision and not recording.reduced_precision,
-            {k: v for k, v in after.items() if recording.self_bindings.get(k, ...) is not v},
+            attributes,
             tuple((k, v) for k, v in ctx.imports.aliases.items() if before.get(k) != v),
-            frozenset(self.evaluator.module_classes - recording.module_classes),
+            frozenset(evaluator.module_classes - recording.module_classes),
+            frozenset(evaluator.loader_classes - recording.loader_classes),
+            tuple(
+                (k, v)
+                for k, v in evaluator.step_classes.items()
+                if recording.step_classes.get(k) != v
+            ),
+            relocated,
         )
+
+    def definitions_named(
+        self, values: list[Value | None], first: int, last: int
+    ) -> dict[int, str] | None:
+        """The functions and classes of the file outside lines ``first``..``last`` that
+        ``values`` name (a callback passed on, `self.fn = helper`), by id, each with the
+        name that finds it in another version; None if one has no such name. A replay puts
+        the current def in their place: what it returns, whose method it is."""
+        found: dict[int, str] = {}
+        for value in values:
+            if value is None or value.kind not in _NAMED or value.origin is None:
+                continue
+            if first <= getattr(value.origin, "lineno", 0) - 1 <= last:
+                continue  # defined in the body: the same text in every version it is replayed in
+            where = self.definitions.locate(value.origin)
+            if where is None:
+                return None
+            found[id(value.origin)] = where
+        return found
 
     def replay(self, result: FunctionResult, first: int, enclosing: Scope) -> None:
         ctx = self.ctx
+        evaluator = self.evaluator
         delta = first - result.first  # usually 0: most edits leave other functions in place
         ctx.findings.extend(shift_finding(f, delta) for f in result.findings)
         ctx.pending.extend((c, shift_finding(f, delta)) for c, f in result.pending)
+        calls = result.calls
+        attributes = result.self_bindings
+        if result.relocated:
+            current = {
+                old: self.definitions.located(where) for old, where in result.relocated.items()
+            }
+
+            def now(value: Value | None) -> Value | None:
+                if value is None or id(value.origin) not in current:
+                    return value
+                return replace(value, origin=current[id(value.origin)])
+
+            calls = [
+                (name, tuple((k, now(v)) for k, v in arguments), hot_call)
+                for name, arguments, hot_call in calls
+            ]
+            attributes = {k: now(v) for k, v in attributes.items()}
         for recording in self._recordings:  # an enclosing function being recorded
-            recording.calls.extend(result.calls)
-        for name, arguments, hot_call in result.calls:
+            recording.calls.extend(calls)
+        for name, arguments, hot_call in calls:
             self.merge_call(name, arguments, hot_call)
         ctx.facts.uses_gpu |= result.uses_gpu
         ctx.facts.reduced_precision |= result.reduced_precision
-        for name, value in result.self_bindings.items():
-            enclosing.bind(name, value)
+        owner = enclosing.enclosing_class()
+        for name, value in attributes.items():
+            if owner is not None:
+                owner.bind(name, value)
         if result.imports:
             ctx.imports.bind_all(result.imports)
-        self.evaluator.module_classes |= result.module_classes
-        self.evaluator.invalidate()
+        evaluator.module_classes |= result.module_classes
+        evaluator.loader_classes |= result.loader_classes
+        evaluator.step_classes.update(result.step_classes)
+        evaluator.invalidate()
 
 
 def _self_bindings(scope: Scope) -> dict[str, Value | None]:
-    """The `self.x` attributes a class's methods have set (held by the class scope)."""
-    if scope.kind != "class":
+    """The `self.x` attributes the methods of the class around ``scope`` have set (held by
+    the class's scope): what a method, or a function nested in one, reads of self."""
+    owner = scope.enclosing_class()
+    if owner is None:
         return {}
-    return {k: v for k, v in scope.bindings.items() if k.startswith("self.")}
+    return {k: v for k, v in owner.bindings.items() if k.startswith("self.")}

@@ -6,9 +6,10 @@ before. Two things are kept between versions:
 - the parse of each top-level block (a `def`, a `class`, a statement at column 0), keyed by
   its text; an unchanged block that moved is shifted, not parsed again;
 - the findings of each function body, keyed by its text and by everything its walk reads
-  from outside (the values of the names it uses, what the file passes it, the imports).
-  A body whose text was repaired to parse, or whose walk read the whole module, is walked
-  again each time: its text does not say what it was walked as.
+  from outside (the values of the names it uses, what the functions it calls return, what
+  the file passes it, the imports, the file's classes and methods). A body whose text was
+  repaired to parse, or whose walk read the whole module or what a function returns where
+  its key did not look, is walked again each time: its key does not say what it read.
 
 The result is always what `analyze()` gives for the same text: the tests compare the two
 over random edit sequences.
@@ -26,13 +27,16 @@ from typing import TYPE_CHECKING
 from gpulens.analysis.config import Config
 from gpulens.analysis.model import Edit, Finding, Fix, Span
 from gpulens.analysis.source import SyntaxProblem, parse_repaired, split_lines
-from gpulens.analysis.symbols import Kind, Value, dotted_name
+from gpulens.analysis.symbols import Value, dotted_name
 
 if TYPE_CHECKING:
     from gpulens.analysis.context import Condition
     from gpulens.analysis.engine import Analysis
-    from gpulens.analysis.values import Evaluator
 
+# a name called in a function's text (`f(`, `self.m(`, `Class(`); a plain name; a method of self
+CALLED = re.compile(r"([A-Za-z_]\w*)\s*\(")
+CALLED_NAME = re.compile(r"(?<![.\w])([A-Za-z_]\w*)\s*\(")
+CALLED_METHOD = re.compile(r"\bself\.([A-Za-z_]\w*)\s*\(")
 # a line at column 0 that continues the statement above rather than starting one
 _CONTINUES = re.compile(r"(else|elif|except|finally)\b|[)\]}]")
 _TRIPLE_QUOTE = re.compile(r"\"\"\"|'''")
@@ -162,14 +166,14 @@ def _parse_strict(text: str) -> ast.Module | None:
         return None
 
 
-def fingerprint(value: Value | None, evaluator: Evaluator) -> tuple[object, ...] | None:
-    """What of a value a function's walk can depend on: not where it was made, except
-    whether a function of the file that it names returns only host values."""
+def fingerprint(value: Value | None) -> tuple[object, ...] | None:
+    """What of a value a function's walk can depend on (not where it was made). What a
+    function of the file returns is keyed apart, where a body calls it."""
     if value is None:
         return None
-    if value.kind is Kind.FUNCTION:
-        return (value.kind, value.lib, value.exact, evaluator.returns_host(value.origin))
-    return (value.kind, value.lib, value.exact)
+    # the class of an object, or the name of a function: which methods a call reaches
+    named = getattr(value.origin, "name", None)
+    return (value.kind, value.lib, value.exact, value.guessed, named)
 
 
 def names_read(function: ast.AST) -> tuple[str, ...]:
@@ -198,9 +202,15 @@ class FunctionResult:
     reduced_precision: bool
     self_bindings: dict[str, Value | None] = field(default_factory=dict)
     # what the body added to the whole file's state: imports made inside it, and the
-    # nn.Module subclasses it defines (later functions see both)
+    # nn.Module, DataLoader and framework-step subclasses it defines (later functions see
+    # all of them)
     imports: tuple[tuple[str, str], ...] = ()
     module_classes: frozenset[str] = frozenset()
+    loader_classes: frozenset[str] = frozenset()
+    step_classes: tuple[tuple[str, str], ...] = ()
+    # defs of the file outside the body that its values name (id -> where, as
+    # `Definitions.locate` says): replaced by the current version's defs on replay
+    relocated: dict[int, str] = field(default_factory=dict)
 
 
 class FunctionMemo:
@@ -209,6 +219,8 @@ class FunctionMemo:
     def __init__(self) -> None:
         self.results: dict[tuple[object, ...], FunctionResult] = {}
         self.names: dict[str, tuple[str, ...]] = {}  # function text -> names it reads
+        # function text -> the names it calls: all, those not after a dot, methods of self
+        self.called: dict[str, tuple[frozenset[str], frozenset[str], frozenset[str]]] = {}
         self.used: set[tuple[object, ...]] = set()
         self._texts: set[str] = set()  # function texts of the last version
 
@@ -219,10 +231,24 @@ class FunctionMemo:
             names = self.names[text] = names_read(function)
         return names
 
+    def called_in(self, text: str) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
+        """The names a function's text calls: every one, those not after a dot (`f(`,
+        `Class(`), and the methods it calls on self (`self.m(`)."""
+        self._texts.add(text)
+        called = self.called.get(text)
+        if called is None:
+            called = self.called[text] = (
+                frozenset(CALLED.findall(text)),
+                frozenset(CALLED_NAME.findall(text)),
+                frozenset(CALLED_METHOD.findall(text)),
+            )
+        return called
+
     def forget_unused(self) -> None:
         """Drop what the last version did not use, so memory follows the document."""
         self.results = {k: v for k, v in self.results.items() if k in self.used}
         self.names = {k: v for k, v in self.names.items() if k in self._texts}
+        self.called = {k: v for k, v in self.called.items() if k in self._texts}
         self.used = set()
         self._texts = set()
 

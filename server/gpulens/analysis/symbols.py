@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 import enum
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 
 class Kind(enum.Enum):
@@ -15,8 +15,18 @@ class Kind(enum.Enum):
     CPU_TENSOR = "cpu_tensor"  # a torch tensor a factory made on the CPU (GPU003)
     DEVICE = "device"  # a GPU device: torch.device("cuda"), "cuda:1"
     LOADER = "loader"  # a torch DataLoader
+    # batches already on the device: a loader a framework prepared (Accelerate, Fabric), a
+    # generator of the file that moves what it yields
+    DEVICE_LOADER = "device_loader"
     BATCH = "batch"  # what a loader yields: on the host until moved
+    # an Accelerator or a Fabric: what its prepare()/setup() returns is on the device
+    FRAMEWORK = "framework"
     FUNCTION = "function"  # a function defined in the analysed file
+    CLASS = "class"  # a class defined in the analysed file
+    INSTANCE = "instance"  # an object of a class defined in the file (origin: the class)
+    # a value known to live on the host (a number, a string, a bool): what a function of
+    # the file returns when every return is one (`def exists(v): return v is not None`)
+    HOST = "host"
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,8 +36,12 @@ class Value:
     # the call that made it: the factory of a CPU_TENSOR, the DataLoader(...) of a LOADER,
     # the def of a FUNCTION
     origin: ast.AST | None = None
-    # a GPU value known to be one array (not a tuple or dict a model returned)
+    # a GPU value known to be one array (not a tuple or dict a model returned); a DEVICE
+    # known to be the one `.cuda()` picks (plain "cuda", with or without a CPU fallback)
     exact: bool = False
+    # on the GPU by a guess only (a parameter fed to a model the function was handed): what
+    # rules say of it is at most a hint
+    guessed: bool = False
 
     @property
     def on_gpu(self) -> bool:
@@ -44,8 +58,12 @@ def merge(a: Value | None, b: Value | None) -> Value | None:
     if a is None or b is None:
         return a or b
     if a.kind is b.kind:
-        return a if a.exact or not b.exact else b
-    rank = (Kind.GPU, Kind.GPU_MODULE, Kind.DEVICE, Kind.LOADER, Kind.BATCH)
+        if a.kind in (Kind.INSTANCE, Kind.CLASS, Kind.FUNCTION) and a.origin is not b.origin:
+            return None  # one of two classes (or functions): unknown which
+        kept = a if a.exact or not b.exact else b
+        guessed = a.guessed and b.guessed  # sure on one path: sure
+        return kept if kept.guessed == guessed else replace(kept, guessed=guessed)
+    rank = (Kind.GPU, Kind.GPU_MODULE, Kind.DEVICE, Kind.DEVICE_LOADER, Kind.LOADER, Kind.BATCH)
     for kind in rank:
         if a.kind is kind:
             return a
@@ -69,14 +87,28 @@ class Scope:
 
     def lookup(self, name: str) -> Value | None:
         scope: Scope | None = self
+        attribute = name.startswith("self.")
         while scope is not None:
             if name in scope.bindings:
                 return scope.bindings[name]
-            # a class body's names are not visible from its methods
+            # a class body's names are not visible from its methods; the attributes its
+            # methods set on self (kept in the class's scope) are
             scope = scope.parent
-            while scope is not None and scope.kind == "class" and self.kind != "class":
+            while (
+                scope is not None
+                and scope.kind == "class"
+                and self.kind != "class"
+                and not attribute
+            ):
                 scope = scope.parent
         return None
+
+    def enclosing_class(self) -> Scope | None:
+        """The scope of the class whose method (or a function nested in one) this is."""
+        scope: Scope | None = self
+        while scope is not None and scope.kind != "class":
+            scope = scope.parent
+        return scope
 
     def bind(self, name: str, value: Value | None) -> None:
         self.bindings[name] = value
@@ -107,12 +139,13 @@ def _merge_all(values: list[Value | None]) -> Value | None:
 class Imports:
     """Local name -> qualified name, as the file's imports bind them."""
 
-    __slots__ = ("_cache", "aliases")
+    __slots__ = ("_cache", "aliases", "version")
 
     def __init__(self) -> None:
         self.aliases: dict[str, str] = {}
         # several rules ask for the name of the same call: resolve it once
         self._cache: dict[tuple[int, bool], str | None] = {}
+        self.version = 0  # counts the import statements seen: what depends on them is redone
 
     def cached_qualname(self, node: ast.expr, through_calls: bool = False) -> str | None:
         key = (id(node), through_calls)
@@ -124,6 +157,7 @@ class Imports:
 
     def add(self, node: ast.Import | ast.ImportFrom) -> None:
         self._cache.clear()
+        self.version += 1
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.asname:
@@ -141,6 +175,7 @@ class Imports:
     def bind_all(self, aliases: Iterable[tuple[str, str]]) -> None:
         """Bind local names as earlier imports did (replaying a memoized function body)."""
         self._cache.clear()
+        self.version += 1
         self.aliases.update(aliases)
 
     def qualname(self, node: ast.expr, *, through_calls: bool = False) -> str | None:

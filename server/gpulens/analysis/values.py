@@ -8,8 +8,16 @@ linter that cries wolf gets switched off.
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable, Iterable
+from dataclasses import replace
 
 from gpulens.analysis import frameworks as fw
+from gpulens.analysis.definitions import (
+    Definitions,
+    Function,
+    flat_statements,
+    recursive_groups,
+)
 from gpulens.analysis.symbols import (
     Imports,
     Kind,
@@ -17,22 +25,58 @@ from gpulens.analysis.symbols import (
     Value,
     dotted_name,
     keyword,
+    merge,
     simple_name,
 )
 
 GPU_DEVICE = Value(Kind.DEVICE)
+Parts = tuple[Value | None, ...] | None
 
 
 class Evaluator:
-    __slots__ = ("_cache", "_host_functions", "imports", "module_classes", "scope")
+    __slots__ = (
+        "_cache",
+        "_groups",
+        "_judging",
+        "_open_groups",
+        "_returns",
+        "_static",
+        "definitions",
+        "imports",
+        "judgments_read",
+        "loader_classes",
+        "module_classes",
+        "scope",
+        "step_classes",
+        "text_of",
+    )
 
-    def __init__(self, imports: Imports, scope: Scope) -> None:
+    def __init__(
+        self, imports: Imports, scope: Scope, definitions: Definitions | None = None
+    ) -> None:
         self.imports = imports
         self.scope = scope
+        self.definitions = definitions or Definitions()
         # classes defined in the file that subclass nn.Module
         self.module_classes: set[str] = set()
+        # classes defined in the file that subclass DataLoader
+        self.loader_classes: set[str] = set()
+        # classes of the file whose steps a framework runs: class -> "lightning", …
+        self.step_classes: dict[str, str] = {}
         self._cache: dict[int, Value | None] = {}
-        self._host_functions: dict[int, bool] = {}
+        # what each function of the file returns (and the parts of the tuple it returns),
+        # per state of the imports and classes it is judged by (see `state`)
+        self._returns: dict[tuple[int, tuple[int, int, int]], tuple[Value | None, Parts]] = {}
+        self._static: dict[str, Scope] = {}
+        # the judgments asked for outside other judgments, in order: the function and the
+        # state it was judged in (a memoized body may read only what its key holds)
+        self.judgments_read: list[tuple[Function, tuple[int, int, int]]] = []
+        self._judging = 0  # judgments under way
+        # the source of a function of the file (set by the walker), to find which of them
+        # may reach themselves through others: `recursive_groups`, read once per walk
+        self.text_of: Callable[[Function], str] | None = None
+        self._groups: dict[int, int] | None = None
+        self._open_groups: list[int] = []  # the groups of the judgments under way
 
     def invalidate(self) -> None:
         """Bindings changed: cached values may be stale."""
@@ -116,6 +160,8 @@ class Evaluator:
                 return self._call(node)
             case ast.BinOp(left=left, right=right):
                 return self._array_of(left, right)
+            case ast.Compare(ops=ops) if any(isinstance(op, _IDENTITY) for op in ops):
+                return None  # `x is None`, `k in batch`: a Python bool, read on the host
             case ast.Compare(left=left, comparators=comparators):
                 return self._array_of(left, *comparators)
             case ast.UnaryOp(op=ast.Not()):
@@ -126,25 +172,61 @@ class Evaluator:
                 value = self.value(base)
                 if value is None or value.kind not in (Kind.GPU, Kind.BATCH):
                     return None
-                return Value(value.kind, value.lib, exact=False)
+                return Value(value.kind, value.lib, exact=False, guessed=value.guessed)
             case ast.IfExp(body=body, orelse=orelse):
                 a, b = self.value(body), self.value(orelse)
-                return a if a is not None and a.kind is Kind.GPU else b if b and b.on_gpu else None
+                if a is not None and a.kind is Kind.GPU:
+                    return a
+                if b is not None and b.kind is Kind.GPU:
+                    return b
+                devices = [v for v in (a, b) if v is not None and v.kind is Kind.DEVICE]
+                if devices:  # `"cuda" if torch.cuda.is_available() else "cpu"`
+                    return Value(Kind.DEVICE, exact=all(d.exact for d in devices))
+                return None
+            case ast.Constant(value=str(text)) if fw.GPU_DEVICE_STRING.match(text):
+                return Value(Kind.DEVICE, exact=text == "cuda")
             case ast.NamedExpr(value=value):
                 return self.value(value)
             case ast.Await(value=value):
                 return self.value(value)
             case ast.Starred(value=value):
                 return self.value(value)
+            case ast.Tuple(elts=elements) | ast.List(elts=elements) | ast.Set(elts=elements):
+                return self._container_of(elements)
+            case ast.Dict(values=elements):
+                return self._container_of(elements)
+            case (
+                ast.ListComp(elt=element)
+                | ast.GeneratorExp(elt=element)
+                | ast.SetComp(elt=element)
+                | ast.DictComp(value=element)
+            ):
+                # judged without the comprehension's names: what its items are moved to
+                if _moves_each_item(element, self):
+                    return Value(Kind.GPU, exact=False)
         return None
+
+    def _container_of(self, elements: list[ast.expr]) -> Value | None:
+        """A tuple, list or dict holding a GPU array: what indexing or unpacking it gives
+        may be on the GPU."""
+        found = self._gpu_among(elements)
+        return None if found is None else replace(found, exact=False)
+
+    def _gpu_among(self, nodes: Iterable[ast.expr]) -> Value | None:
+        """The first GPU value among ``nodes`` that is not a guess, else the first guess."""
+        guess: Value | None = None
+        for node in nodes:
+            value = self.value(node)
+            if value is not None and value.kind is Kind.GPU:
+                if not value.guessed:
+                    return value
+                guess = guess or value
+        return guess
 
     def _array_of(self, *operands: ast.expr) -> Value | None:
         """Arithmetic and comparisons: on the GPU when an operand is."""
-        for operand in operands:
-            value = self.value(operand)
-            if value is not None and value.kind is Kind.GPU:
-                return Value(Kind.GPU, value.lib, exact=True)
-        return None
+        found = self._gpu_among(operands)
+        return None if found is None else Value(Kind.GPU, found.lib, True, guessed=found.guessed)
 
     def _attribute(self, node: ast.Attribute) -> Value | None:
         dotted = dotted_name(node)
@@ -155,11 +237,16 @@ class Evaluator:
         qualified = self.imports.qualname(node)
         if qualified in ("torch.float16", "torch.half", "torch.bfloat16"):
             return None
+        if node.attr == "device" and self.is_framework(node.value):
+            return GPU_DEVICE
         base = self.value(node.value)
-        if base is None or base.kind is not Kind.GPU:
+        if base is None or base.kind is not Kind.GPU or node.attr in fw.HOST_ATTRIBUTES:
             return None
         if node.attr in fw.ARRAY_ATTRIBUTES:
-            return Value(Kind.GPU, base.lib, exact=True)
+            return Value(Kind.GPU, base.lib, exact=True, guessed=base.guessed)
+        if not base.exact and fw.OUTPUT_TENSOR_FIELD.match(node.attr):
+            # a field of a model's outputs: `outputs.logits`
+            return Value(Kind.GPU, base.lib, guessed=base.guessed)
         return None
 
     def _call(self, node: ast.Call) -> Value | None:
@@ -170,36 +257,280 @@ class Evaluator:
             if known is not ...:
                 return known
         if isinstance(func, ast.Attribute):
+            if func.attr in fw.PLACING_METHODS and self.is_framework(func.value):
+                parts = self.placed_parts(node)
+                return parts[0] if parts is not None and len(parts) == 1 else None
             receiver = self.value(func.value)
             if receiver is not None or func.attr in ("cuda", "to"):
                 return self._method(node, func.attr, receiver)
         if isinstance(func, ast.Name):
             if func.id in self.module_classes:
                 return Value(Kind.MODULE, origin=node)
-            if func.id in ("iter", "next"):
+            if func.id == "iter":
                 return self.value(node.args[0]) if node.args else None
+            if func.id == "next":
+                return element_of(self.value(node.args[0])) if node.args else None
+            if func.id in fw.HOST_BUILTINS and self.scope.lookup(func.id) is None:
+                return None
+        wrapped = self._wrapped_loader(node)
+        if wrapped is not None:
+            return wrapped
         callee = self.value(func)
         if callee is not None:
             if callee.kind in (Kind.GPU_MODULE, Kind.GPU):
-                return Value(Kind.GPU, callee.lib)
-            if callee.kind is Kind.FUNCTION and self.returns_host(callee.origin):
-                return None
+                return Value(Kind.GPU, callee.lib, guessed=callee.guessed)
+            if callee.kind is Kind.FUNCTION and isinstance(callee.origin, Function):
+                returned = self.returned(callee.origin)
+                if returned is not None:
+                    return None if returned.kind is Kind.HOST else returned
+            if callee.kind is Kind.CLASS:
+                name = getattr(callee.origin, "name", "")
+                if name in self.loader_classes:
+                    return Value(Kind.LOADER, origin=node)
+                return Value(Kind.INSTANCE, origin=callee.origin)
         # an unknown function of GPU arrays usually returns GPU arrays (a loss, a metric)
-        for argument in (*node.args, *(k.value for k in node.keywords)):
-            value = self.value(argument)
-            if value is not None and value.kind is Kind.GPU:
-                return Value(Kind.GPU, value.lib)
+        found = self._gpu_among((*node.args, *(k.value for k in node.keywords)))
+        return None if found is None else Value(Kind.GPU, found.lib, guessed=found.guessed)
+
+    def _wrapped_loader(self, node: ast.Call) -> Value | None:
+        """`CycleIterator(loader)`, `itertools.cycle(loader)`, `Prefetcher(loader)`: an
+        iterator over a loader's batches is that loader, for what its items are."""
+        if not node.args or not fw.LOADER_WRAPPER.search(simple_name(node.func)):
+            return None
+        value = self.value(node.args[0])
+        if value is not None and value.kind in (Kind.LOADER, Kind.DEVICE_LOADER):
+            return value
         return None
 
-    def returns_host(self, function: ast.AST | None) -> bool:
-        """Whether a function of the file returns only host values (or nothing)."""
-        # a function's returns do not change while the file is walked: decide once
-        key = id(function)
-        if key not in self._host_functions:
-            self._host_functions[key] = _returns_host(function)
-        return self._host_functions[key]
+    # -- frameworks that place what they are given -------------------------------------
+
+    def is_framework(self, node: ast.expr) -> bool:
+        """An Accelerator or a Fabric: made here, or named so (`self.accelerator`)."""
+        value = self.value(node)
+        if value is not None:
+            return value.kind is Kind.FRAMEWORK
+        name = dotted_name(node)
+        return (
+            name is not None
+            and self.imports.qualname(node) is None
+            and bool(fw.FRAMEWORK_NAME.match(name.rsplit(".", 1)[-1]))
+        )
+
+    def parts_of(self, call: ast.Call) -> list[Value | None] | None:
+        """What a call returns for each element of the tuple it returns: a framework's
+        prepare(), or a function of the file whose every return is a tuple of one length."""
+        placed = self.placed_parts(call)
+        if placed is not None:
+            return placed
+        callee = self.value(call.func)
+        if callee is None or not isinstance(callee.origin, Function):
+            return None
+        parts = self.returned_parts(callee.origin)
+        if parts is None:
+            return None
+        # a part the body does not tell (a parameter passed through) is what the call as a
+        # whole is judged to give
+        whole = element_of(self.value(call))
+        return [part if part is not None else whole for part in parts]
+
+    def placed_parts(self, call: ast.Call) -> list[Value | None] | None:
+        """What `accelerator.prepare(model, opt, loader)` or `fabric.setup(model, opt)`
+        returns for each argument, in order; None when ``call`` is no such call."""
+        func = call.func
+        if not isinstance(func, ast.Attribute) or func.attr not in fw.PLACING_METHODS:
+            return None
+        if not self.is_framework(func.value):
+            return None
+        if any(isinstance(a, ast.Starred) for a in call.args):
+            return None
+        how = fw.PLACING_METHODS[func.attr]
+        parts: list[Value | None] = []
+        for index, argument in enumerate(call.args):
+            role = how
+            if how == "module first":
+                role = "module" if index == 0 else "other"
+            parts.append(self._placed(argument, role))
+        return parts
+
+    def _placed(self, argument: ast.expr, role: str) -> Value | None:
+        value = self.value(argument)
+        if role == "other":
+            return None
+        if value is not None:
+            if value.kind in (Kind.MODULE, Kind.GPU_MODULE):
+                return Value(Kind.GPU_MODULE, origin=value.origin)
+            if value.kind in (Kind.LOADER, Kind.DEVICE_LOADER):
+                return Value(Kind.DEVICE_LOADER)
+            return value if value.kind is Kind.GPU else None
+        if role == "module":
+            return Value(Kind.GPU_MODULE)
+        if role == "loader":
+            return Value(Kind.DEVICE_LOADER)
+        last = (dotted_name(argument) or "").rsplit(".", 1)[-1]
+        if fw.LOADER_NAME.search(last):
+            return Value(Kind.DEVICE_LOADER)
+        if fw.MODEL_NAME.search(last):
+            return Value(Kind.GPU_MODULE)
+        return None
+
+    # -- what the file's functions return ------------------------------------------------
+
+    def returned(self, function: Function) -> Value | None:
+        """What a call of ``function`` returns, judged from its own body with its parameters
+        unknown: a GPU array, a module, Kind.HOST when every return is a host value, or None
+        when the body does not tell. The same for every caller, so that a caller's result
+        depends on the callee's text, not on the order functions are walked in."""
+        return self._judged(function)[0]
+
+    def returned_parts(self, function: Function) -> Parts:
+        """The parts of the tuple ``function`` returns, where every return is a tuple of one
+        length (`return train_loader, val_loader`); None otherwise."""
+        return self._judged(function)[1]
+
+    def state(self) -> tuple[int, int, int]:
+        """What a judgment of a function's returns reads besides the file's definitions: the
+        imports and the classes seen so far (these only grow during a walk)."""
+        return self.imports.version, len(self.module_classes), len(self.loader_classes)
+
+    def _judged(self, function: Function) -> tuple[Value | None, Parts]:
+        state = self.state()
+        if not self._judging:
+            self.judgments_read.append((function, state))
+        # a call back into a recursion being judged returns "unknown": each function of the
+        # recursion is judged with the others unknown, whichever of them is asked first
+        # (what a caller's walk reads must not depend on the order functions are walked in)
+        group = self._group_of(function)
+        if group is not None and group in self._open_groups:
+            return None, None
+        key = (id(function), state)
+        if key in self._returns:
+            return self._returns[key]
+        self._returns[key] = (None, None)  # a recursive call returns "unknown"
+        saved = self.scope, self._cache
+        self.scope = Scope("function", function.name, self._static_scope(function))
+        self._cache = {}
+        self._judging += 1
+        if group is not None:
+            self._open_groups.append(group)
+        try:
+            result = self._judge_returns(function)
+        finally:
+            if group is not None:
+                self._open_groups.pop()
+            self._judging -= 1
+            self.scope, self._cache = saved
+        self._returns[key] = result
+        return result
+
+    def _group_of(self, function: Function) -> int | None:
+        if self._groups is None:
+            text_of = self.text_of
+            self._groups = {} if text_of is None else recursive_groups(self.definitions, text_of)
+        return self._groups.get(id(function))
+
+    def _static_scope(self, function: Function) -> Scope:
+        """The names a function sees when judged alone: the file's functions, and for a
+        method its class's other methods as `self.name`."""
+        cls = self.definitions.owner.get(id(function), "")
+        scope = self._static.get(cls)
+        if scope is not None:
+            return scope
+        module = self._static.get("")
+        if module is None:
+            module = self._static[""] = Scope("module", "<definitions>")
+            for name, definition in self.definitions.functions.items():
+                module.bind(name, Value(Kind.FUNCTION, origin=definition))
+        if not cls:
+            return module
+        scope = self._static[cls] = Scope("class", cls, module)
+        for name, definition in self.definitions.methods_of(cls).items():
+            scope.bind(f"self.{name}", Value(Kind.FUNCTION, origin=definition))
+        return scope
+
+    def _judge_returns(self, function: Function) -> tuple[Value | None, Parts]:
+        returned: Value | None = None
+        unknown = False
+        generator = False
+        parts: list[Value | None] | None = None
+        tuples = True
+        for statement in flat_statements(function.body):
+            match statement:
+                case ast.Assign(targets=targets, value=value):
+                    for target in targets:
+                        self._bind_quietly(target, value)
+                case ast.AnnAssign(target=target, value=value) if value is not None:
+                    self._bind_quietly(target, value)
+                case ast.AugAssign(target=ast.Name(id=name), value=value):
+                    added = self.value(value)
+                    if added is not None and added.on_gpu:
+                        self.scope.bind(name, added)
+                        self.invalidate()
+                case ast.For(target=target, iter=iterated):
+                    self._bind_names(target, element_of(self.value(iterated)))
+                case ast.With(items=items):
+                    for item in items:
+                        if item.optional_vars is not None:
+                            self._bind_quietly(item.optional_vars, item.context_expr)
+                case ast.Return(value=value):
+                    found = self.value(value)
+                    if found is not None and found.kind is not Kind.HOST:
+                        returned = merge(returned, found)
+                    elif found is None and not (
+                        is_host_expression(value) or isinstance(value, _RECORDS)
+                    ):
+                        unknown = True
+                    if isinstance(value, ast.Tuple) and tuples:
+                        values = [self.value(e) for e in value.elts]
+                        if parts is None:
+                            parts = values
+                        elif len(parts) == len(values):
+                            parts = [merge(a, b) for a, b in zip(parts, values, strict=True)]
+                        else:
+                            tuples = False
+                    else:
+                        tuples = False
+                case ast.Expr(value=ast.Yield(value=value) | ast.YieldFrom(value=value)):
+                    generator = True
+                    found = self.value(value)
+                    if found is not None and found.on_gpu:
+                        returned = Value(Kind.DEVICE_LOADER, found.lib)
+        split = tuple(parts) if tuples and parts is not None else None
+        if generator:
+            return returned, None
+        if returned is not None:
+            return returned, split
+        return (None if unknown else Value(Kind.HOST)), split
+
+    def _bind_quietly(self, target: ast.expr, value: ast.expr) -> None:
+        if (
+            isinstance(target, ast.Tuple | ast.List)
+            and isinstance(value, ast.Tuple | ast.List)
+            and len(target.elts) == len(value.elts)
+        ):
+            for sub_target, sub_value in zip(target.elts, value.elts, strict=True):
+                self._bind_quietly(sub_target, sub_value)
+            return
+        parts = self.parts_of(value) if isinstance(value, ast.Call) else None
+        if isinstance(target, ast.Tuple | ast.List) and parts and len(parts) == len(target.elts):
+            for sub_target, part in zip(target.elts, parts, strict=True):
+                self._bind_names(sub_target, part)
+            return
+        found = self.value(value)
+        if isinstance(target, ast.Name):
+            self.scope.bind(target.id, found)
+            self.invalidate()
+        elif isinstance(target, ast.Tuple | ast.List | ast.Starred):
+            self._bind_names(target, element_of(found))
+
+    def _bind_names(self, target: ast.expr, value: Value | None) -> None:
+        for node in ast.walk(target):
+            if isinstance(node, ast.Name):
+                self.scope.bind(node.id, value)
+        self.invalidate()
 
     def _method(self, node: ast.Call, method: str, receiver: Value | None) -> Value | None:
+        if method in fw.MODULE_PARTS_METHODS:
+            return None  # whole parameters and submodules, or their names
         if method == "cuda" or (method == "to" and self.moves_to_gpu(node)):
             if receiver is not None and receiver.kind in (Kind.MODULE, Kind.GPU_MODULE):
                 return Value(Kind.GPU_MODULE, origin=receiver.origin)
@@ -223,7 +554,7 @@ class Evaluator:
         if kind is Kind.GPU:
             if method in fw.HOST_RESULT_METHODS or method in fw.EFFECT_METHODS:
                 return None
-            return Value(Kind.GPU, receiver.lib, exact=receiver.exact)
+            return Value(Kind.GPU, receiver.lib, exact=receiver.exact, guessed=receiver.guessed)
         if kind in (Kind.MODULE, Kind.GPU_MODULE):
             if method in ("eval", "train", "half", "float", "bfloat16", "double", "requires_grad_"):
                 return receiver
@@ -259,12 +590,21 @@ class Evaluator:
                 return Value(Kind.GPU, exact=True) if self.device_of(device) else None
             if name in fw.TORCH_LIKE_FACTORIES and node.args:
                 like = self.value(node.args[0])
-                return Value(Kind.GPU, exact=True) if like and like.on_gpu else None
+                if like is None or not like.on_gpu:
+                    return None
+                return Value(Kind.GPU, exact=True, guessed=like.guessed)
             return Value(Kind.CPU_TENSOR, origin=node)
         if name == "torch.device":
-            return GPU_DEVICE if self.device_of(node) else None
+            if not self.device_of(node):
+                return None
+            first = node.args[0] if node.args else None
+            chosen = self.value(first) if first is not None else None
+            default = len(node.args) == 1 and chosen is not None and chosen.exact
+            return Value(Kind.DEVICE, exact=default)
         if name in fw.DATALOADERS:
             return Value(Kind.LOADER, origin=node)
+        if name in fw.FRAMEWORK_CLASSES:
+            return Value(Kind.FRAMEWORK, name.split(".", 1)[0])
         if fw.is_module_class(name):
             return Value(Kind.MODULE, origin=node)
         if (
@@ -280,27 +620,48 @@ class Evaluator:
         if name in fw.NUMBA_TO_DEVICE:
             return Value(Kind.GPU, "numba", exact=True)
         if name.startswith(("cupy.", "cupyx.")):
-            if name in fw.CUPY_HOST_FUNCTIONS or name.rsplit(".", 1)[-1][:1].isupper():
+            last = name.rsplit(".", 1)[-1]
+            if name in fw.CUPY_HOST_FUNCTIONS or last in fw.ARRAY_API_HOST_FUNCTIONS:
                 return None
+            if last[:1].isupper() or "._" in name:
+                return None  # a class, or a private helper: nothing known of what it returns
             return Value(Kind.GPU, "cupy", exact=True)
         if name.startswith("jax.numpy.") or name in fw.JAX_TO_DEVICE:
             return Value(Kind.GPU, "jax", exact=True)
         if name.startswith(("numpy.", "math.", "time.", "random.", "builtins.")):
             return None
+        if name.rsplit(".", 1)[-1] in fw.DEVICE_PLACING_FUNCTIONS:
+            return Value(Kind.GPU, exact=False)  # a batch (a tensor, dict or tuple) moved
         if name.startswith("torch.") and not fw.is_module_class(name):
             # torch.cat, torch.matmul, F.relu …: on the GPU when an argument is
+            guess: Value | None = None
             for argument in (*node.args, *(k.value for k in node.keywords)):
-                if self._holds_gpu(argument):
+                held = self._held_gpu(argument)
+                if held is not None and not held.guessed:
                     return Value(Kind.GPU, exact=True)
-            return None
+                guess = guess or held
+            return None if guess is None else Value(Kind.GPU, exact=True, guessed=True)
         return ...
 
-    def _holds_gpu(self, node: ast.expr) -> bool:
+    def _held_gpu(self, node: ast.expr) -> Value | None:
+        """The GPU value an argument holds (itself, or in a list or tuple written out)."""
         if isinstance(node, ast.List | ast.Tuple):
-            return any(self._holds_gpu(element) for element in node.elts)
+            return self._gpu_among(node.elts)
         if isinstance(node, ast.ListComp | ast.GeneratorExp):
-            return False  # judged where the comprehension is walked
-        return self.on_gpu(node)
+            return None  # judged where the comprehension is walked
+        value = self.value(node)
+        return value if value is not None and value.kind is Kind.GPU else None
+
+
+def _moves_each_item(element: ast.expr, evaluator: Evaluator) -> bool:
+    """`v.to(device)`, `t.cuda() if torch.is_tensor(t) else t`: a comprehension's item
+    expression that puts each item on the GPU."""
+    match element:
+        case ast.Call(func=ast.Attribute()):
+            return evaluator.moves_to_gpu(element)
+        case ast.IfExp(body=body, orelse=orelse):
+            return _moves_each_item(body, evaluator) or _moves_each_item(orelse, evaluator)
+    return False
 
 
 def _builds_module(func: ast.Attribute, evaluator: Evaluator) -> bool:
@@ -315,20 +676,52 @@ def _builds_module(func: ast.Attribute, evaluator: Evaluator) -> bool:
     return name[:1].isupper()
 
 
-def _returns_host(function: ast.AST | None) -> bool:
-    """A function of the file whose every return is a host value or nothing."""
-    if not isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
-        return False
-    returns = [n for n in ast.walk(function) if isinstance(n, ast.Return)]
-    for ret in returns:
-        value = ret.value
-        match value:
-            case None | ast.Constant():
-                continue
-            case ast.Call(func=ast.Attribute(attr=attr)) if attr in fw.SYNC_METHODS:
-                continue
-            case ast.Call(func=ast.Name(id=name)) if name in ("float", "int", "bool", "str", "len"):
-                continue
-            case _:
-                return False
-    return True
+def element_of(value: Value | None) -> Value | None:
+    """What iterating or unpacking a value gives: the rows of an array, the parts of a
+    model's outputs or of a batch."""
+    if value is None:
+        return None
+    if value.kind in (Kind.LOADER, Kind.BATCH):
+        return Value(Kind.BATCH)
+    if value.kind in (Kind.GPU, Kind.DEVICE_LOADER):
+        return Value(Kind.GPU, value.lib, exact=False, guessed=value.guessed)
+    return None
+
+
+def is_host_expression(node: ast.expr | None) -> bool:
+    """An expression whose value is on the host whatever its names hold: identity and
+    membership tests, metadata (`x.shape[0]`, `x.dtype`), `len()`, `isinstance()`, host
+    reads (`t.item()`), and arithmetic or logic of these."""
+    match node:
+        case None | ast.Constant() | ast.JoinedStr():
+            return True
+        case ast.Compare(ops=ops) if any(isinstance(op, _IDENTITY) for op in ops):
+            return True
+        case ast.Compare(left=left, comparators=comparators):
+            return all(is_host_expression(e) for e in (left, *comparators))
+        case ast.UnaryOp(op=ast.Not()):
+            return True  # a Python bool, whatever it tested
+        case ast.UnaryOp(operand=operand):
+            return is_host_expression(operand)
+        case ast.BoolOp(values=values) | ast.Tuple(elts=values) | ast.List(elts=values):
+            return all(is_host_expression(v) for v in values)
+        case ast.BinOp(left=left, right=right):
+            return is_host_expression(left) and is_host_expression(right)
+        case ast.IfExp(body=body, orelse=orelse):
+            return is_host_expression(body) and is_host_expression(orelse)
+        case ast.Attribute(attr=attr):
+            return attr in fw.HOST_ATTRIBUTES
+        case ast.Subscript(value=value):
+            return is_host_expression(value)
+        case ast.Call(func=ast.Name(id=name)):
+            return name in fw.HOST_BUILTINS
+        case ast.Call(func=ast.Attribute(attr=attr)):
+            return attr in fw.HOST_RESULT_METHODS
+    return False
+
+
+# a dict, list or set the function builds with no GPU value in sight: a record of host
+# values (what it returns is judged, not guessed from its arguments)
+_RECORDS = (ast.Dict, ast.List, ast.Set, ast.DictComp, ast.ListComp, ast.SetComp)
+# comparisons that test identity or membership: their result is a Python bool
+_IDENTITY = (ast.Is, ast.IsNot, ast.In, ast.NotIn)

@@ -10,22 +10,34 @@ callers before callees, with what the file passes them.
 from __future__ import annotations
 
 import ast
+import re
 from collections import defaultdict
 
 from gpulens.analysis import frameworks as fw
 from gpulens.analysis import rules as _rules  # noqa: F401  (registers every rule)
+from gpulens.analysis.call_order import callers_first
 from gpulens.analysis.config import Config
 from gpulens.analysis.context import Context, Loop
+from gpulens.analysis.definitions import CONSTRUCTORS, Definitions, flat_statements
 from gpulens.analysis.function_results import CallSites, FunctionResultsMixin, Recording
 from gpulens.analysis.guards import leaves_loop, runs_once_per_period
-from gpulens.analysis.incremental import FunctionMemo
+from gpulens.analysis.incremental import CALLED, FunctionMemo
 from gpulens.analysis.model import Finding
 from gpulens.analysis.rules.registry import CHECKS
 from gpulens.analysis.source import SourceText
-from gpulens.analysis.symbols import Kind, Scope, Value, dotted_name, merge, simple_name
+from gpulens.analysis.symbols import (
+    Kind,
+    Scope,
+    Value,
+    dotted_name,
+    keyword,
+    merge,
+    names_in,
+    simple_name,
+)
+from gpulens.analysis.values import element_of
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
-_METHODS_FIRST = ("__init__", "__post_init__", "setup", "reset_parameters")
 _PROGRESS = ("tqdm", "track", "progress", "iter", "trange")
 
 
@@ -39,14 +51,15 @@ def walk_module(
     """Findings of ``tree``; ``memo`` replays function bodies of earlier versions, except
     those holding ``repaired`` lines (parsed as other text than their own)."""
     ctx = Context(source, config, tree)
-    walker = _Walker(ctx, memo, repaired)
+    definitions = Definitions.of(tree)
+    walker = _Walker(ctx, memo, definitions, repaired)
     notes: list[str] = []
     try:
         walker.scope_body(tree.body)
     except RecursionError:
         # a pathological expression: walk what we can, one top-level statement at a time
         ctx = Context(source, config, tree)
-        walker = _Walker(ctx, None, repaired)
+        walker = _Walker(ctx, None, definitions, repaired)
         for statement in tree.body:
             try:
                 walker.scope_body([statement])
@@ -57,9 +70,18 @@ def walk_module(
 
 
 class _Walker(FunctionResultsMixin):
-    def __init__(self, ctx: Context, memo: FunctionMemo | None, repaired: frozenset[int]) -> None:
+    def __init__(
+        self,
+        ctx: Context,
+        memo: FunctionMemo | None,
+        definitions: Definitions,
+        repaired: frozenset[int],
+    ) -> None:
         self.ctx = ctx
         self.evaluator = ctx.evaluator
+        self.evaluator.definitions = definitions
+        self.evaluator.text_of = self.text_of
+        self.definitions = definitions
         self.memo = memo
         self.repaired = repaired
         self.call_sites: defaultdict[str, CallSites] = defaultdict(CallSites)
@@ -68,24 +90,96 @@ class _Walker(FunctionResultsMixin):
         self._recordings: list[Recording] = []
         # per walk: fingerprints of names looked up in a scope, device variables in scope
         # (keyed by the scope's id; scopes live as long as the walk)
-        self._looked_up: dict[int, tuple[Scope, dict[str, tuple[object, ...] | None]]] = {}
-        self._devices: dict[int, tuple[Scope | None, tuple[str, ...] | None]] = {}
+        self._looked_up: dict[
+            tuple[int, int], tuple[Scope, dict[str, tuple[object, Value | None]]]
+        ] = {}
+        self._devices: dict[int, tuple[Scope, tuple[str, ...]]] = {}
+        self._file_key: tuple[object, ...] | None = None
+        self._texts: dict[int, str] = {}  # id of a function (alive for the walk) -> its source
 
     # -- scopes -------------------------------------------------------------------------
 
-    def scope_body(self, body: list[ast.stmt], *, is_class: bool = False) -> None:
-        """Walk a module, function or class body, then the functions defined in it."""
+    def scope_body(self, body: list[ast.stmt]) -> None:
+        """Walk a module or function body, then the functions and methods defined in it."""
         self._deferred_functions.append([])
         self.block(body)
         functions = self._deferred_functions.pop()
-        # callers are usually defined after their callees: walking in reverse source
-        # order lets a callee see what its callers pass; a class's __init__ comes first
-        # so its methods see the attributes it sets
-        ordered = list(reversed(functions))
-        if is_class:
-            ordered.sort(key=lambda item: item[0].name not in _METHODS_FIRST)
-        for function, scope, is_method in ordered:
+        for function, scope, is_method in self.call_order(functions):
             self.function_body(function, scope, is_method)
+
+    def call_order(
+        self, functions: list[tuple[Function, Scope, bool]]
+    ) -> list[tuple[Function, Scope, bool]]:
+        """Callers before callees, so that each body is walked knowing what every caller
+        passes it and whether one calls it per step; a class's constructor before its other
+        methods, which read the attributes it sets. Cycles are broken in reverse source
+        order (callees are usually defined before their callers)."""
+        if len(functions) < 2:
+            return functions
+        # who may call whom, read from the text (a name followed by `(`): an edge too many
+        # only changes the order, and the text is far quicker to scan than the tree
+        keys: list[str] = []
+        calls: list[frozenset[str]] = []
+        for function, scope, is_method in functions:
+            # `Class(...)` runs its __init__
+            keys.append(scope.name if is_method and function.name == "__init__" else function.name)
+            text = self.text_of(function)
+            # (the same functions, keystroke after keystroke: the memo keeps their names)
+            calls.append(
+                self.memo.called_in(text)[0]
+                if self.memo is not None
+                else frozenset(CALLED.findall(text))
+            )
+        order = callers_first(
+            keys,
+            calls,
+            [id(scope) if is_method else None for _, scope, is_method in functions],
+            [is_method and f.name in CONSTRUCTORS for f, _, is_method in functions],
+        )
+        return [functions[index] for index in order]
+
+    def framework_step(self, function: Function, scope: Scope) -> tuple[str, list[str]] | None:
+        """For a method a framework runs once per step (a LightningModule's training_step):
+        how messages name the loop that runs it, and its parameters that get device data."""
+        framework = self.evaluator.step_classes.get(scope.name) if scope.kind == "class" else None
+        if framework is None:
+            return None
+        wanted = fw.STEP_METHODS[framework].get(function.name)
+        if wanted is None:
+            return None
+        parameters = [a.arg for a in (*function.args.posonlyargs, *function.args.args)][1:]
+        named = [p for p in parameters if p in wanted]
+        if not named and parameters and function.name.endswith("_step"):
+            named = parameters[:1]  # `def training_step(self, data, index)`
+        return f"the loop that runs {function.name}() once per batch", named
+
+    def text_of(self, function: Function) -> str:
+        """The source of a function (its def and body), as the file has it."""
+        text = self._texts.get(id(function))
+        if text is None:
+            lines = self.ctx.source.lines
+            text = self._texts[id(function)] = "".join(
+                lines[function.lineno - 1 : function.end_lineno]
+            )
+        return text
+
+    def site_key(self, function: Function, scope: Scope, is_method: bool) -> str:
+        """The name calls of a function are recorded under: `f`, or `Class.method`."""
+        return f"{scope.name}.{function.name}" if is_method else function.name
+
+    def sites_of(self, function: Function, scope: Scope, is_method: bool) -> CallSites | None:
+        """What the calls that reach a function pass it, the sure ones and the guessed ones
+        together; `guessed` when there are only guessed ones."""
+        key = self.site_key(function, scope, is_method)
+        sure, guessed = self.call_sites.get(key), self.call_sites.get(_GUESSED + key)
+        if guessed is None:
+            return sure
+        if sure is None:
+            return CallSites(dict(guessed.arguments), guessed.hot_call, guessed=True)
+        arguments = dict(sure.arguments)
+        for name, value in guessed.arguments.items():
+            arguments[name] = merge(arguments.get(name), value)
+        return CallSites(arguments, sure.hot_call or guessed.hot_call)
 
     def walk_function(
         self, function: Function, enclosing: Scope, is_method: bool, sites: CallSites | None
@@ -93,7 +187,7 @@ class _Walker(FunctionResultsMixin):
         ctx = self.ctx
         scope = Scope("function", function.name, enclosing)
         positional = [a.arg for a in (*function.args.posonlyargs, *function.args.args)]
-        if is_method and positional:
+        if is_method and positional and not _is_static(function):
             positional = positional[1:]
         for index, name in enumerate(positional):
             value = None
@@ -104,20 +198,34 @@ class _Walker(FunctionResultsMixin):
             if argument is not None:
                 value = sites.arguments.get(argument.arg) if sites else None
                 scope.bind(argument.arg, value)
-        saved = (self.evaluator.scope, ctx.loops, ctx.function)
+        step = self.framework_step(function, enclosing) if is_method else None
+        if step is not None:
+            # the framework moved the batch to the device before calling the step
+            for name in step[1]:
+                scope.bind(name, Value(Kind.GPU, exact=False))
+        # `def sample(model, x, sigmas): for i in …: model(x, sigmas[i] * s)`: what a loop
+        # feeds a model it was handed is likely on the model's device (a guess: hints)
+        for name in _fed_to_a_model(function):
+            if scope.bindings.get(name) is None:
+                scope.bind(name, Value(Kind.GPU, exact=False, guessed=True))
+        saved = (self.evaluator.scope, ctx.loops, ctx.function, ctx.timers, ctx.likely)
         self.evaluator.scope = scope
         self.evaluator.invalidate()
         ctx.function = function
         ctx.loops = []
+        ctx.timers = 0
+        ctx.likely = sites is not None and sites.guessed
         # a callee with loops of its own is the per-epoch level: its loops are the hot ones,
         # and what runs once per call (a read of the epoch's total) is no pitfall
-        if sites is not None and sites.hot_call and not _has_loop(function.body):
-            line = function.lineno - 1
+        line = function.lineno - 1
+        if step is not None:
+            ctx.loops = [Loop(function, line, frozenset(), None, called_from=step[0])]
+        elif sites is not None and sites.hot_call and not _has_loop(function.body):
             ctx.loops = [Loop(function, line, frozenset(), None, called_from=sites.hot_call)]
         try:
             self.scope_body(function.body)
         finally:
-            self.evaluator.scope, ctx.loops, ctx.function = saved
+            self.evaluator.scope, ctx.loops, ctx.function, ctx.timers, ctx.likely = saved
             self.evaluator.invalidate()
 
     # -- statements ---------------------------------------------------------------------
@@ -140,8 +248,11 @@ class _Walker(FunctionResultsMixin):
             case ast.FunctionDef() | ast.AsyncFunctionDef():
                 self.expressions(*node.decorator_list, *node.args.defaults)
                 self.expressions(*(d for d in node.args.kw_defaults if d is not None))
-                self.bind(node.name, Value(Kind.FUNCTION, origin=node))
+                function = Value(Kind.FUNCTION, origin=node)
+                self.bind(node.name, function)
                 is_method = self.evaluator.scope.kind == "class"
+                if is_method:
+                    self.bind(f"self.{node.name}", function)  # what `self.name()` calls
                 self._deferred_functions[-1].append((node, self.evaluator.scope, is_method))
             case ast.ClassDef():
                 self.class_def(node)
@@ -164,6 +275,7 @@ class _Walker(FunctionResultsMixin):
             case ast.Expr(value=value):
                 self.expression(value)
                 self.in_place_move(value)
+                self.collect(value)
             case ast.For() | ast.AsyncFor():
                 self.for_loop(node)
             case ast.While():
@@ -171,20 +283,32 @@ class _Walker(FunctionResultsMixin):
             case ast.If():
                 self.if_statement(node)
             case ast.With() | ast.AsyncWith():
+                timer = False
                 for item in node.items:
                     self.expression(item.context_expr)
                     if item.optional_vars is not None:
                         self.assign(item.optional_vars, item.context_expr)
-                self.block(node.body)
+                    timer = timer or _is_timer(item.context_expr)
+                self.ctx.timers += timer
+                try:
+                    self.block(node.body)
+                finally:
+                    self.ctx.timers -= timer
             case ast.Try() | ast.TryStar():
+                before = self.evaluator.scope.snapshot()
                 self.block(node.body)
+                self.block(node.orelse)
+                branches = [self.evaluator.scope.snapshot()]
                 for handler in node.handlers:
+                    # a handler runs when the body failed, often before its bindings happened
+                    self.restore(before)
                     if handler.type is not None:
                         self.expression(handler.type)
                     if handler.name:
                         self.bind(handler.name, None)
                     self.block(handler.body)
-                self.block(node.orelse)
+                    branches.append(self.evaluator.scope.snapshot())
+                self.join(*branches)
                 self.block(node.finalbody)
             case ast.Match(subject=subject, cases=cases):
                 self.expression(subject)
@@ -214,16 +338,23 @@ class _Walker(FunctionResultsMixin):
             local = base.id if isinstance(base, ast.Name) else ""
             if name.endswith(("nn.Module", "LightningModule")) or local in evaluator.module_classes:
                 evaluator.module_classes.add(node.name)
+            if name in fw.DATALOADERS or local in evaluator.loader_classes:
+                evaluator.loader_classes.add(node.name)
+            framework = evaluator.step_classes.get(local) or _step_framework(name)
+            if framework is not None:
+                evaluator.step_classes[node.name] = framework
         saved = evaluator.scope
         evaluator.scope = Scope("class", node.name, saved)
         saved_loops, self.ctx.loops = self.ctx.loops, []
         try:
-            self.scope_body(node.body, is_class=True)
+            # its methods are walked with the functions of the enclosing scope, once every
+            # caller there has been seen
+            self.block(node.body)
         finally:
             evaluator.scope = saved
             self.ctx.loops = saved_loops
             evaluator.invalidate()
-        self.bind(node.name, None)
+        self.bind(node.name, Value(Kind.CLASS, origin=node))
 
     def for_loop(self, node: ast.For | ast.AsyncFor) -> None:
         self.expression(node.iter)
@@ -232,7 +363,14 @@ class _Walker(FunctionResultsMixin):
         self.bind_loop_target(node.target, node.iter)
         targets = frozenset(n.id for n in ast.walk(node.target) if isinstance(n, ast.Name))
         loop = Loop(
-            node, node.lineno - 1, targets, iterates, statement=node, block=self.ctx.statements
+            node,
+            node.lineno - 1,
+            targets,
+            iterates,
+            statement=node,
+            block=self.ctx.statements,
+            whole_items=_whole_items(node.target, node.iter, self.ctx.function),
+            **self.loop_facts(node),
         )
         loop.guarded = leaves_loop(node.body)  # a body that ends in break runs once
         self.ctx.loops.append(loop)
@@ -247,13 +385,23 @@ class _Walker(FunctionResultsMixin):
     def while_loop(self, node: ast.While) -> None:
         before = self.evaluator.scope.snapshot()
         loop = Loop(
-            node, node.lineno - 1, frozenset(), None, statement=node, block=self.ctx.statements
+            node,
+            node.lineno - 1,
+            frozenset(),
+            None,
+            statement=node,
+            block=self.ctx.statements,
+            **self.loop_facts(node),
         )
         loop.guarded = leaves_loop(node.body)
         self.ctx.loops.append(loop)
         try:
             self.ctx.statement = node
-            self.expression(node.test)  # the test runs on every iteration
+            self.ctx.deciding_exit = True
+            try:
+                self.expression(node.test)  # the test runs on every iteration
+            finally:
+                self.ctx.deciding_exit = False
             self.block(node.body)
         finally:
             self.ctx.loops.pop()
@@ -261,7 +409,12 @@ class _Walker(FunctionResultsMixin):
         self.block(node.orelse)
 
     def if_statement(self, node: ast.If) -> None:
-        self.expression(node.test)
+        # `if (tokens == eos).all(): break`: the loop cannot stop without this read
+        self.ctx.deciding_exit = self.ctx.loop is not None and leaves_loop(node.body)
+        try:
+            self.expression(node.test)
+        finally:
+            self.ctx.deciding_exit = False
         loop = self.ctx.loop
         guard = (
             loop is not None
@@ -306,6 +459,8 @@ class _Walker(FunctionResultsMixin):
                 return
             case ast.Call():
                 self.record_call(node)
+                if self.mapped_lambda(node):
+                    return
         for field_name in _EXPRESSION_FIELDS[type(node)]:
             child = getattr(node, field_name)
             if isinstance(child, list):
@@ -333,7 +488,10 @@ class _Walker(FunctionResultsMixin):
                 targets = frozenset(
                     n.id for n in ast.walk(generator.target) if isinstance(n, ast.Name)
                 )
-                self.ctx.loops.append(Loop(node, node.lineno - 1, targets, iterates))
+                whole = _whole_items(generator.target, generator.iter, self.ctx.function)
+                self.ctx.loops.append(
+                    Loop(node, node.lineno - 1, targets, iterates, whole_items=whole)
+                )
                 pushed += 1
                 self.expressions(*generator.ifs)
             self.expressions(*results)
@@ -343,6 +501,7 @@ class _Walker(FunctionResultsMixin):
             evaluator.invalidate()
 
     def lambda_(self, node: ast.Lambda) -> None:
+        """A lambda on its own: its body runs when something calls it, not here."""
         evaluator = self.evaluator
         outer, loops = evaluator.scope, self.ctx.loops
         evaluator.scope = Scope("function", "<lambda>", outer)
@@ -353,16 +512,50 @@ class _Walker(FunctionResultsMixin):
             evaluator.scope, self.ctx.loops = outer, loops
             evaluator.invalidate()
 
+    def mapped_lambda(self, call: ast.Call) -> bool:
+        """`map(lambda t: t.item(), xs)`, `sorted(xs, key=lambda t: t.item())`: the lambda
+        runs once per item, here, like a comprehension's body. False when ``call`` is no
+        such call (it is then walked as any other)."""
+        found = _mapped_lambda(call)
+        if found is None:
+            return False
+        function, iterables, label = found
+        self.expression(call.func)
+        for argument in (*call.args, *(k.value for k in call.keywords)):
+            if argument is not function:
+                self.expression(argument)
+        evaluator = self.evaluator
+        outer = evaluator.scope
+        evaluator.scope = Scope("comprehension", "<lambda>", outer)
+        parameters = [a.arg for a in (*function.args.posonlyargs, *function.args.args)]
+        for parameter, iterable in zip(parameters, iterables, strict=False):
+            self.bind(parameter, element_of(self.iterated(iterable)))
+        iterates = self.iterated(iterables[0])
+        self.ctx.loops.append(
+            Loop(function, call.lineno - 1, frozenset(parameters), iterates, label=label)
+        )
+        try:
+            self.expression(function.body)
+        finally:
+            self.ctx.loops.pop()
+            evaluator.scope = outer
+            evaluator.invalidate()
+        return True
+
     # -- bindings -----------------------------------------------------------------------
 
     def bind(self, name: str, value: Value | None) -> None:
         scope = self.evaluator.scope
         if "." in name and name.startswith("self."):
-            # attributes set on self are seen by every method of the class
+            # attributes set on self are seen by every method of the class, whichever of
+            # the values its methods (and their branches) assign
             owner: Scope | None = scope
             while owner is not None and owner.kind != "class":
                 owner = owner.parent
-            scope = owner or scope
+            if owner is not None:
+                if name in owner.bindings:
+                    value = merge(owner.bindings[name], value)
+                scope = owner
         scope.bind(name, value)
         if value is not None and value.kind is Kind.DEVICE:
             self.ctx.facts.uses_gpu = True
@@ -387,13 +580,22 @@ class _Walker(FunctionResultsMixin):
                     for sub_target, sub_value in zip(targets, value.elts, strict=True):
                         self.assign(sub_target, sub_value)
                     return
-                self.bind_all(target, _element(self.evaluator.value(value)))
+                # `model, opt, loader = accelerator.prepare(model, opt, loader)`, and
+                # `train, val = make_loaders(...)` of a function returning a tuple
+                parts = self.evaluator.parts_of(value) if isinstance(value, ast.Call) else None
+                if parts is not None and len(parts) == len(targets):
+                    for sub_target, part in zip(targets, parts, strict=True):
+                        self.bind_all(sub_target, part)
+                    return
+                self.bind_all(target, element_of(self.evaluator.value(value)))
             case ast.Starred(value=inner):
-                self.bind_all(inner, _element(self.evaluator.value(value)))
+                self.bind_all(inner, element_of(self.evaluator.value(value)))
             case ast.Attribute():
                 name = dotted_name(target)
                 if name is not None:
                     self.bind(name, self.evaluator.value(value))
+            case ast.Subscript(value=container):
+                self.hold(container, self.evaluator.value(value))
 
     def bind_all(self, target: ast.expr, value: Value | None) -> None:
         for node in ast.walk(target):
@@ -401,6 +603,23 @@ class _Walker(FunctionResultsMixin):
                 self.bind(node.id, value)
             elif isinstance(node, ast.Attribute) and (name := dotted_name(node)):
                 self.bind(name, value)
+
+    def collect(self, value: ast.expr) -> None:
+        """`losses.append(loss)`: the list now holds a GPU value."""
+        match value:
+            case ast.Call(
+                func=ast.Attribute(value=container, attr="append" | "add" | "extend" | "insert"),
+                args=[*_, item],
+            ):
+                self.hold(container, self.evaluator.value(item))
+
+    def hold(self, container: ast.expr, item: Value | None) -> None:
+        """A list or dict known to nothing else now holds ``item``."""
+        name = dotted_name(container)
+        if name is None or item is None or item.kind is not Kind.GPU:
+            return
+        if self.evaluator.scope.lookup(name) is None:
+            self.bind(name, Value(Kind.GPU, item.lib, exact=False))
 
     def in_place_move(self, value: ast.expr) -> None:
         """`model.to(device)` / `model.cuda()` as a statement moves a module in place."""
@@ -416,6 +635,18 @@ class _Walker(FunctionResultsMixin):
             self.bind(name, Value(Kind.GPU_MODULE, origin=current.origin if current else None))
 
     # -- loops --------------------------------------------------------------------------
+
+    def loop_facts(self, loop: ast.For | ast.AsyncFor | ast.While) -> dict[str, bool]:
+        """What a loop's body says of the loop: `per_epoch` (it holds a loop over a loader)
+        and `trains` (it takes a training step or draws the next batch)."""
+        per_epoch = any(
+            (found := self.iterated(inner.iter)) is not None and found.kind in _LOADER_KINDS
+            for inner in flat_statements(loop.body)
+            if isinstance(inner, ast.For | ast.AsyncFor)
+        )
+        # the text is quicker to search than the tree
+        text = "".join(self.ctx.source.lines[loop.lineno - 1 : loop.end_lineno])
+        return {"per_epoch": per_epoch, "trains": bool(_TRAINS.search(text))}
 
     def iterated(self, node: ast.expr) -> Value | None:
         """What a loop iterates: a loader, a GPU array, or (None) something else."""
@@ -452,42 +683,93 @@ class _Walker(FunctionResultsMixin):
             case ast.Call(func=func, args=[inner, *_]), _ if _is_progress(func):
                 self.bind_loop_target(target, inner)
                 return
-        iterates = self.iterated(iterable)
-        element: Value | None = None
-        if iterates is not None:
-            if iterates.kind in (Kind.LOADER, Kind.BATCH):
-                element = Value(Kind.BATCH)
-            elif iterates.kind is Kind.GPU:
-                element = Value(Kind.GPU, iterates.lib, exact=False)
-        self.bind_all(target, element)
+            case ast.Call(func=ast.Attribute(value=mapping, attr="items")), ast.Tuple(
+                elts=[key, item]
+            ):
+                self.bind_all(key, None)  # the names of a batch's fields, a state dict's keys
+                self.bind_all(item, element_of(self.evaluator.value(mapping)))
+                return
+        self.bind_all(target, element_of(self.iterated(iterable)))
 
     def record_call(self, node: ast.Call) -> None:
-        """Remember what the file passes to its own functions, and from where."""
+        """Remember what the file passes to its own functions and methods, and from where."""
         if isinstance(node.func, ast.Attribute) and self.evaluator.moves_to_gpu(node):
             self.ctx.facts.uses_gpu = True
-        name = dotted_name(node.func)
-        if name is None:
-            return
-        if "." in name and not name.startswith("self."):
-            return
-        callee = self.evaluator.scope.lookup(name) if "." not in name else None
-        if "." not in name and (callee is None or callee.kind is not Kind.FUNCTION):
+        targets = self.call_targets(node.func)
+        if not targets:
             return
         arguments: list[tuple[int | str, Value | None]] = []
         for index, argument in enumerate(node.args):
             if isinstance(argument, ast.Starred):
                 break
             arguments.append((index, self.evaluator.value(argument)))
-        for keyword in node.keywords:
-            if keyword.arg is not None:
-                arguments.append((keyword.arg, self.evaluator.value(keyword.value)))
+        for named in node.keywords:
+            if named.arg is not None:
+                arguments.append((named.arg, self.evaluator.value(named.value)))
         loop = self.ctx.hot_loop
-        hot_call = None
-        if loop is not None:
-            hot_call = f"the loop that calls {name.removeprefix('self.')}()"
-        for recording in self._recordings:
-            recording.calls.append((name, tuple(arguments), hot_call))
-        self.merge_call(name, tuple(arguments), hot_call)
+        for target in targets:
+            # a guessed caller makes a guessed call
+            guessed = self.ctx.likely and not target.startswith(_GUESSED)
+            key = _GUESSED + target if guessed else target
+            hot_call = None
+            if loop is not None:
+                hot_call = f"the loop that calls {key.rsplit('.', 1)[-1]}()"
+            for recording in self._recordings:
+                recording.calls.append((key, tuple(arguments), hot_call))
+            self.merge_call(key, tuple(arguments), hot_call)
+
+    def call_targets(self, func: ast.expr) -> list[str]:
+        """The keys of the file's functions and methods a call of ``func`` may run."""
+        definitions = self.definitions
+        evaluator = self.evaluator
+        match func:
+            case ast.Attribute(attr=attr, value=base) if attr not in definitions.defining:
+                # no class of the file has such a method: only `self.net(x)`, a module of
+                # the file held by self, may still run one (its forward)
+                if "forward" not in definitions.defining or not (
+                    isinstance(base, ast.Name) and base.id == "self"
+                ):
+                    return []
+        callee = evaluator.value(func)
+        if callee is not None:
+            if callee.kind is Kind.FUNCTION and callee.origin is not None:
+                owner = definitions.owner.get(id(callee.origin))
+                name = callee.origin.name  # type: ignore[attr-defined]
+                return [f"{owner}.{name}" if owner else name]
+            if callee.kind is Kind.CLASS and isinstance(callee.origin, ast.ClassDef):
+                return _method_key(definitions, callee.origin.name, "__init__")
+            if callee.kind in (Kind.MODULE, Kind.GPU_MODULE):
+                made = callee.origin
+                if isinstance(made, ast.Call) and isinstance(made.func, ast.Name):
+                    return _method_key(definitions, made.func.id, "forward")
+            return []
+        match func:
+            case ast.Name(id="self"):
+                owner_scope = evaluator.scope.enclosing_class()
+                return _method_key(definitions, owner_scope.name, "forward") if owner_scope else []
+            case ast.Name(id=name) if name in definitions.methods:
+                return _method_key(definitions, name, "__init__")
+            case ast.Attribute(value=ast.Name(id="self"), attr=attr):
+                owner_scope = evaluator.scope.enclosing_class()
+                return _method_key(definitions, owner_scope.name, attr) if owner_scope else []
+            case ast.Attribute(value=ast.Call(func=ast.Name(id="super")), attr=attr):
+                owner_scope = evaluator.scope.enclosing_class()
+                if owner_scope is None:
+                    return []
+                bases = definitions.bases.get(owner_scope.name, ())
+                return [k for base in bases for k in _method_key(definitions, base, attr)][:1]
+            case ast.Attribute(value=receiver, attr=attr) if (
+                attr in definitions.defining and not attr.startswith("__")
+            ):
+                held = evaluator.value(receiver)
+                if held is not None and held.kind is Kind.INSTANCE and held.origin is not None:
+                    return _method_key(definitions, held.origin.name, attr)  # type: ignore[attr-defined]
+                if held is not None or self.ctx.qualname(receiver):
+                    return []  # a library's object or module
+                # an object whose class the file does not say: any class of the file that
+                # defines the method may be the one
+                return [f"{_GUESSED}{cls}.{attr}" for cls in definitions.defining[attr]]
+        return []
 
     def merge_call(
         self, name: str, arguments: tuple[tuple[int | str, Value | None], ...], hot_call: str | None
@@ -515,6 +797,23 @@ _EXPRESSION_FIELDS: dict[type[ast.AST], tuple[str, ...]] = {
 }
 
 
+# a training step or the next batch: `loss.backward()`, `next(batches)`
+_TRAINS = re.compile(r"\.backward\s*\(|(?<![.\w])next\s*\(")
+# the mark of a call recorded on a guess of what it reaches
+_GUESSED = "?"
+_LOADER_KINDS = (Kind.LOADER, Kind.DEVICE_LOADER)
+_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+# context managers that time what runs inside them
+_TIMER = re.compile(
+    r"timer|timeit|stopwatch|elapsed|benchmark|profile|record_function|measure", re.IGNORECASE
+)
+
+
+def _is_timer(context: ast.expr) -> bool:
+    target = context.func if isinstance(context, ast.Call) else context
+    return bool(_TIMER.search(simple_name(target)))
+
+
 def _has_loop(body: list[ast.stmt]) -> bool:
     pending: list[ast.AST] = list(body)
     while pending:
@@ -526,11 +825,123 @@ def _has_loop(body: list[ast.stmt]) -> bool:
     return False
 
 
-def _element(value: Value | None) -> Value | None:
-    """What unpacking a value gives: the parts of a model's outputs, of a batch."""
-    if value is not None and value.kind in (Kind.GPU, Kind.BATCH):
-        return Value(value.kind, value.lib, exact=False)
+# names of loop variables and iterables whose items are whole batches or parts of one
+_WHOLE_ITEMS = re.compile(
+    r"(^|_)(batch|batches|minibatch|minibatches|micro_?batch\w*|chunk|chunks|shard|shards|"
+    r"split|splits|inputs|ins|args|buffers|caches?|params|parameters)$",
+    re.IGNORECASE,
+)
+_SPLITTING_METHODS = frozenset(
+    {"split", "chunk", "tensor_split", "array_split", "items", "values", "keys"}
+)
+
+
+def _whole_items(target: ast.expr, iterable: ast.expr, function: Function | None) -> bool:
+    """A loop whose items are whole batches, a batch's fields, a module's parameters, a
+    function's `*args`, or a few distinct tensors written out (`for t in (x, mask, cos, sin)`):
+    copying or running each is not per sample."""
+    match iterable:
+        case ast.Tuple() | ast.List() | ast.Set():
+            return True
+        case ast.Call(func=ast.Name(id="enumerate" | "reversed" | "list" | "tuple"), args=[inner]):
+            return _whole_items(_enumerated(target), inner, function)
+        case ast.Call(func=ast.Name(id="zip"), args=arguments) if arguments:
+            return all(_whole_items(target, a, function) for a in arguments)
+        case ast.Call(func=func, args=[inner, *_]) if _is_progress(func):
+            return _whole_items(target, inner, function)
+        case ast.Call(func=ast.Attribute(attr=attr)) if (
+            attr in _SPLITTING_METHODS or attr in fw.MODULE_PARTS_METHODS
+        ):
+            return True
+        case ast.Name(id=name) if function is not None and function.args.vararg is not None:
+            if name == function.args.vararg.arg:
+                return True
+        case ast.Call(func=func) if simple_name(func) in ("chunk", "split", "tensor_split"):
+            return True
+    names = [n.id for n in ast.walk(target) if isinstance(n, ast.Name)]
+    iterated = (dotted_name(iterable) or "").rsplit(".", 1)[-1]
+    return any(_WHOLE_ITEMS.search(n) for n in [*names, iterated] if n)
+
+
+def _fed_to_a_model(function: Function) -> list[str]:
+    """The required parameters whose values reach, through the function's own assignments,
+    the arguments of a call in a loop to a parameter named like a model (`model(x, sigma)`)."""
+    arguments = function.args
+    parameters = [a.arg for a in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs)]
+    models = {p for p in parameters if fw.MODEL_NAME.search(p)}
+    if not models:
+        return []
+    fed: set[str] = set()
+    loops = [n for n in ast.walk(function) if isinstance(n, ast.For | ast.While)]
+    for loop in loops:
+        for node in ast.walk(loop):
+            match node:
+                case ast.Call(func=ast.Name(id=called)) if called in models:
+                    for argument in (*node.args, *(k.value for k in node.keywords)):
+                        fed |= names_in(argument)
+    if not fed:
+        return []
+    assignments: list[tuple[set[str], ast.expr]] = []
+    for statement in flat_statements(function.body):
+        match statement:
+            case ast.Assign(targets=targets, value=value):
+                assignments.append((set().union(*(names_in(t) for t in targets)), value))
+            case ast.AugAssign(target=target, value=value):
+                assignments.append((names_in(target), value))
+    grown = True
+    while grown:  # what the fed names were computed from is fed too
+        grown = False
+        for targets, value in assignments:
+            if targets & fed:
+                more = names_in(value) - fed
+                if more:
+                    fed |= more
+                    grown = True
+    # only what every caller must pass: options with defaults are numbers, flags, callbacks
+    required = [a.arg for a in (*arguments.posonlyargs, *arguments.args)]
+    required = required[: len(required) - len(arguments.defaults)]
+    return [p for p in required if p in fed and p not in models]
+
+
+def _enumerated(target: ast.expr) -> ast.expr:
+    """The item part of an `enumerate` loop's target (`i, batch` -> `batch`)."""
+    if isinstance(target, ast.Tuple) and len(target.elts) == 2:
+        return target.elts[1]
+    return target
+
+
+def _step_framework(base: str) -> str | None:
+    """The framework whose steps a class with base ``base`` (a qualified name) defines."""
+    if not base.startswith(fw.STEP_CLASS_MODULES):
+        return None
+    return fw.STEP_CLASSES.get(base.rsplit(".", 1)[-1])
+
+
+def _mapped_lambda(call: ast.Call) -> tuple[ast.Lambda, list[ast.expr], str] | None:
+    """The lambda a call runs once per item, the iterables it gets its items from, and the
+    call's name for messages."""
+    name = simple_name(call.func)
+    if name in ("map", "filter", "starmap") and len(call.args) >= 2:
+        function, *iterables = call.args
+        if isinstance(function, ast.Lambda) and not any(
+            isinstance(i, ast.Starred) for i in iterables
+        ):
+            return function, iterables, f"the `{name}()` over its items"
+        return None
+    if name in ("sorted", "min", "max") and len(call.args) == 1:
+        key = keyword(call, "key")
+        if key is not None and isinstance(key.value, ast.Lambda):
+            return key.value, [call.args[0]], f"the `{name}()` over its items"
     return None
+
+
+def _method_key(definitions: Definitions, cls: str, name: str) -> list[str]:
+    resolved = definitions.method(cls, name)
+    return [f"{resolved[0]}.{name}"] if resolved is not None else []
+
+
+def _is_static(function: Function) -> bool:
+    return any(simple_name(d) == "staticmethod" for d in function.decorator_list)
 
 
 def _is_progress(func: ast.expr) -> bool:

@@ -256,7 +256,18 @@ def _job(shown: str, absolute: str | None, settings: _Settings, fix: bool) -> Jo
 
     folder = Path(absolute).parent if absolute else Path.cwd()
     config, _ = settings.for_folder(folder)
-    return Job(shown, absolute, config, fix, shown.endswith(".ipynb"))
+    return Job(shown, absolute, config.for_file(_relative(shown)), fix, shown.endswith(".ipynb"))
+
+
+def _relative(shown: str) -> Path:
+    """The path as the project sees it: relative to the working folder where it lies there."""
+    path = Path(shown)
+    if path.is_absolute():
+        try:
+            return path.relative_to(Path.cwd())
+        except ValueError:
+            return Path(path.name)
+    return path
 
 
 def _check_stdin(args: argparse.Namespace, settings: _Settings, cwd: Path) -> int:
@@ -273,6 +284,7 @@ def _check_stdin(args: argparse.Namespace, settings: _Settings, cwd: Path) -> in
         ) from None
     absolute = (cwd / name).resolve() if args.stdin_filename else cwd / "-"
     config, _ = settings.for_folder(absolute.parent)
+    config = config.for_file(_relative(name))
     from gpulens.commands._check_file import Job
 
     result = check_file(Job(name, None, config, args.fix, name.endswith(".ipynb"), text))

@@ -249,7 +249,19 @@ class SettingsStore:
     def config_for(self, uri: str) -> Config:
         path = _path_of(uri)
         project = DEFAULT_CONFIG if path is None else self._project_config(path)
-        return merge(project, self.editor, self.device_override)
+        config = merge(project, self.editor, self.device_override)
+        return config if path is None else config.for_file(self._in_workspace(path))
+
+    def _in_workspace(self, path: Path) -> Path:
+        """The path relative to the workspace folder holding it (its name, outside any)."""
+        for folder in self._server.workspace.folders.values():
+            root = _path_of(folder.uri)
+            if root is not None and path.is_relative_to(root):
+                return path.relative_to(root)
+        root_path = self._server.workspace.root_path
+        if root_path and path.is_relative_to(root_path):
+            return path.relative_to(root_path)
+        return Path(path.name)
 
     def device_for(self, uri: str) -> str:
         return self.config_for(uri).device

@@ -1,4 +1,8 @@
-"""Each file under cases/ marks the lines where findings must start: `# expect: GPU001`.
+"""Each file under cases/ marks the lines where findings must start: `# expect: GPU001`
+(a warning or info), `# hint: GPU001` (a finding the analysis is not sure is worth fixing, at
+hint severity), and lines that must carry none of some codes: `# must not: GPU001, GPU006`
+(a false alarm the analysis once raised there), and findings whose fixes change what the
+program does, so that "Fix all" must leave them alone: `# quick-fix only: GPU003`.
 
 Every other line must have none. Fixes are applied one at a time and must keep the file
 valid Python, make their finding go away, and be idempotent through fix-all.
@@ -13,33 +17,89 @@ from pathlib import Path
 
 import pytest
 
-from gpulens.analysis import analyze
+from gpulens.analysis import DEFAULT_CONFIG, Severity, analyze
 from gpulens.analysis.edits import apply_edits, fix_all_edits
 
-CASES = sorted((Path(__file__).parent / "cases").glob("*.py"))
-EXPECT = re.compile(r"#\s*expect:\s*(?P<codes>GPU\d{3}(?:\s*,\s*GPU\d{3})*)")
+CASES_DIR = Path(__file__).parent / "cases"
+CASES = sorted(CASES_DIR.glob("**/*.py"))
+CODES = r"(?P<codes>GPU\d{3}(?:\s*,\s*GPU\d{3})*)"
+EXPECT = re.compile(r"#\s*expect:\s*" + CODES)
+HINT = re.compile(r"#\s*hint:\s*" + CODES)
+MUST_NOT = re.compile(r"#\s*must not:\s*" + CODES)
+QUICK_FIX_ONLY = re.compile(r"#\s*quick-fix only:\s*" + CODES)
 
 
-def expected(text: str) -> Counter[tuple[int, str]]:
-    found: Counter[tuple[int, str]] = Counter()
+def expected(text: str) -> Counter[tuple[int, str, bool]]:
+    """(line, code, whether a hint) of each finding the annotations ask for."""
+    found: Counter[tuple[int, str, bool]] = Counter()
     for number, line in enumerate(text.splitlines()):
-        match = EXPECT.search(line)
-        if match:
-            for code in match.group("codes").split(","):
-                found[(number, code.strip())] += 1
+        for pattern, hint in ((EXPECT, False), (HINT, True)):
+            match = pattern.search(line)
+            if match:
+                for code in match.group("codes").split(","):
+                    found[(number, code.strip(), hint)] += 1
     return found
+
+
+def forbidden(text: str) -> set[tuple[int, str]]:
+    """(line, code) pairs a `# must not:` comment rules out."""
+    found: set[tuple[int, str]] = set()
+    for number, line in enumerate(text.splitlines()):
+        match = MUST_NOT.search(line)
+        if match:
+            found |= {(number, code.strip()) for code in match.group("codes").split(",")}
+    return found
+
+
+def test_annotations_do_not_contradict_each_other() -> None:
+    for path in CASES:
+        text = path.read_text()
+        both = {(line, code) for line, code, _ in expected(text)} & forbidden(text)
+        assert not both, f"{path.name}: a line both expects and forbids {sorted(both)}"
 
 
 @pytest.mark.parametrize("path", CASES, ids=lambda p: p.stem)
 def test_findings_match_annotations(path: Path) -> None:
     text = path.read_text()
-    actual = Counter((f.span.line, f.code) for f in analyze(text).findings)
+    # checked as the project would check it: a file under cases/tests/ is a test file
+    config = DEFAULT_CONFIG.for_file(path.relative_to(CASES_DIR))
+    actual = Counter(
+        (f.span.line, f.code, f.severity is Severity.HINT) for f in analyze(text, config).findings
+    )
     missing = expected(text) - actual
     extra = actual - expected(text)
     lines = text.splitlines()
-    report = [f"missing {code} at {line + 1}: {lines[line].strip()}" for line, code in missing]
-    report += [f"unexpected {code} at {line + 1}: {lines[line].strip()}" for line, code in extra]
+
+    def kind(hint: bool) -> str:
+        return " (hint)" if hint else ""
+
+    report = [
+        f"missing {code}{kind(hint)} at {line + 1}: {lines[line].strip()}"
+        for line, code, hint in missing
+    ]
+    report += [
+        f"{'forbidden' if (line, code) in forbidden(text) else 'unexpected'} {code}{kind(hint)} "
+        f"at {line + 1}: {lines[line].strip()}"
+        for line, code, hint in extra
+    ]
     assert not report, "\n".join(report)
+
+
+@pytest.mark.parametrize("path", CASES, ids=lambda p: p.stem)
+def test_fixes_that_change_behaviour_are_quick_fixes_only(path: Path) -> None:
+    text = path.read_text()
+    findings = analyze(text).findings
+    for number, line in enumerate(text.splitlines()):
+        match = QUICK_FIX_ONLY.search(line)
+        if match is None:
+            continue
+        for code in (c.strip() for c in match.group("codes").split(",")):
+            here = [f for f in findings if f.span.line == number and f.code == code]
+            assert here, f"no {code} at {number + 1} to check the fixes of"
+            for finding in here:
+                assert finding.fixes, f"{code} at {number + 1} offers no fix at all"
+                safe = [f.title for f in finding.fixes if f.safe]
+                assert not safe, f"{code} at {number + 1}: {safe} would run in Fix all"
 
 
 FIXABLE = [

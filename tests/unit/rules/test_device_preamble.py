@@ -21,6 +21,10 @@ def test_the_chosen_device_and_a_missing_torch_import() -> None:
     from gpulens.analysis import Config
 
     text = "from torch import nn\nimport torch as T\n\n" + SITES
-    fixed = apply_edits(text, fix_all_edits(analyze(text, Config(device="cuda:1")).findings))
+    findings = analyze(text, Config(device="cuda:1")).findings
+    # `.cuda()` is the current GPU, cuda:1 another one: a quick-fix that says so, not fix-all
+    assert fix_all_edits(findings) == []
+    assert all("cuda:1" in f.fixes[0].title for f in findings)
+    fixed = apply_edits(text, [e for f in findings for e in f.fixes[0].edits])
     assert 'device = T.device("cuda:1")\n' in fixed
     assert fixed.count(".to(device)") == 3

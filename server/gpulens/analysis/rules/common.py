@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING
 
-from gpulens.analysis.model import Edit, Span
+from gpulens.analysis.model import Edit, Fix, Span
 
 if TYPE_CHECKING:
     from gpulens.analysis.context import Context, Loop
@@ -17,6 +17,14 @@ def shown(ctx: Context, node: ast.AST) -> str:
     """The source of ``node`` on one line, shortened for a message."""
     text = " ".join(ctx.text(node).split())
     return text if len(text) <= _MAX_SHOWN else text[: _MAX_SHOWN - 1] + "…"
+
+
+def fix(title: str, edits: tuple[Edit, ...], changes: str | None = None) -> Fix:
+    """A fix; with ``changes`` (what applying it changes in what the program does, in a few
+    words) it is a quick-fix only, never applied by `--fix` or "Fix all", and says why."""
+    if changes is None:
+        return Fix(title, edits)
+    return Fix(f"{title} — {changes}", edits, safe=False)
 
 
 def has_double_star(call: ast.Call) -> bool:

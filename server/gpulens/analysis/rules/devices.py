@@ -7,9 +7,11 @@ from collections.abc import Callable
 
 from gpulens.analysis import frameworks as fw
 from gpulens.analysis.context import Condition, Context
-from gpulens.analysis.model import Edit, Finding, Fix, Severity, Span
+from gpulens.analysis.model import Edit, Finding, Severity, Span
 from gpulens.analysis.refactors.move_to_device import device_preamble
+from gpulens.analysis.rules.common import fix
 from gpulens.analysis.rules.registry import checks, rule
+from gpulens.analysis.symbols import Kind
 
 HARD_CODED_DEVICE = rule(
     "GPU007",
@@ -17,9 +19,11 @@ HARD_CODED_DEVICE = rule(
     Severity.INFO,
     "Device written into the code where a device variable would serve",
     """
-`.cuda()` and `"cuda"` scattered through a program pin it to the first GPU: it fails on a
-machine without one, cannot be pointed at `cuda:1` or `mps`, and mixes with code that uses
-the `device` variable the program already has. Choose the device once and pass it along.
+`.cuda()` and `"cuda"` scattered through a program pin it to the current CUDA device: it
+fails on a machine without one, cannot be pointed at `cuda:1` or `mps`, and mixes with code
+that uses the `device` variable the program already has. Choose the device once and pass it
+along. The fix is applied by "Fix all" only where the variable names the same device as
+`.cuda()` (plain `"cuda"`, with or without a CPU fallback).
 
 **Bad:**
 ```python
@@ -42,13 +46,19 @@ def check_hard_coded(node: ast.Call, ctx: Context) -> None:
     if not ctx.config.enabled(HARD_CODED_DEVICE.code):
         return
     func = node.func
+    match func:
+        case ast.Attribute(value=ast.Call(func=ast.Name(id="super"))):
+            return  # an override of Module.cuda()/to() handing the device on
     if isinstance(func, ast.Attribute) and func.attr == "cuda" and not node.args:
-        if _is_cpu_factory_call(func.value, ctx):
-            return  # GPU003 says the better thing: create it there
         suffix = Span(
             ctx.span(func.value).end_line, ctx.span(func.value).end_column, *_end(node, ctx)
         )
         extra = ", ".join(ctx.text(k) for k in node.keywords)
+        # where a factory could make it there, GPU003 says the better thing, and its fix
+        # uses the device variable; with none, its fix writes `device="cuda"`, as
+        # hard-coded as `.cuda()`: the site stays one of the file's hard-coded devices
+        if _is_cpu_factory_call(func.value, ctx) and ctx.device_variable() is not None:
+            return
         _site(suffix, lambda name: f".to({name}{', ' + extra if extra else ''})", ctx)
         return
     if ctx.qualname(func) == "torch.device":
@@ -81,12 +91,16 @@ def _site(span: Span, spelled: Callable[[str], str], ctx: Context) -> None:
     variable = ctx.device_variable()
     text = " ".join(ctx.source.segment(span).split())
     if variable is not None:
+        chosen = ctx.scope.lookup(variable)
+        # the same device as `.cuda()` only where the variable names plain "cuda"
+        same = chosen is not None and chosen.kind is Kind.DEVICE and chosen.exact
+        changes = None if same else f"the device `{variable}` names may be another GPU or the CPU"
         ctx.report(
             HARD_CODED_DEVICE,
             span,
             f"`{text}` hard-codes the GPU while `{variable}` holds the chosen device. Use "
             f"`{variable}` so the program follows one choice.",
-            (Fix(f"Use `{variable}`", (Edit(span, spelled(variable)),)),),
+            (fix(f"Use `{variable}`", (Edit(span, spelled(variable)),), changes),),
         )
         return
     if ctx.spelled("torch", "torch") is None:
@@ -96,12 +110,19 @@ def _site(span: Span, spelled: Callable[[str], str], ctx: Context) -> None:
     if made is None:
         return  # the file does not parse as a whole: no edit after its imports
     name, preamble = made
+    changes = None if ctx.config.device == "cuda" else f"uses {ctx.config.device} as configured"
     finding = Finding(
         HARD_CODED_DEVICE.code,
         HARD_CODED_DEVICE.severity,
         f"`{text}` hard-codes the GPU, as do other places in this file. Choose the device "
         f"once (`{name} = torch.device(...)`) and use it everywhere.",
         span,
-        (Fix(f"Define `{name}` once and use it here", (preamble, Edit(span, spelled(name)))),),
+        (
+            fix(
+                f"Define `{name}` once and use it here",
+                (preamble, Edit(span, spelled(name))),
+                changes,
+            ),
+        ),
     )
     ctx.report_if(Condition.MANY_HARD_CODED_DEVICES, [finding])

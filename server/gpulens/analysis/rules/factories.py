@@ -7,7 +7,7 @@ import ast
 from gpulens.analysis import frameworks as fw
 from gpulens.analysis.context import Context
 from gpulens.analysis.model import Edit, Fix, Severity, Span
-from gpulens.analysis.rules.common import add_keyword, has_double_star, shown, starts_line
+from gpulens.analysis.rules.common import add_keyword, fix, has_double_star, shown, starts_line
 from gpulens.analysis.rules.registry import checks, rule
 from gpulens.analysis.symbols import Kind, keyword, names_in
 
@@ -19,7 +19,14 @@ CPU_THEN_MOVED = rule(
     """
 `torch.zeros(n).cuda()` allocates and fills the tensor in host memory, then copies it to
 the GPU: a host allocation, a host fill and a host-to-device transfer where the GPU could
-have made the tensor in place with one kernel. Factories take a `device=` argument.
+have made the tensor in place with one kernel. Factories that take a shape (`zeros`, `ones`,
+`empty`, `full`, `arange`, `randn`, …) take a `device=` argument. (`torch.tensor(data)` is
+not among them: with `device=` it still builds the tensor on the host and copies it.)
+
+The fix is applied by "Fix all" only where the values cannot change: a random factory
+(`randn`, `rand`, `randint`, …) given `device=` draws from the GPU's generator, so the same
+seed gives other numbers, and `linspace`/`logspace` computed on the GPU may differ in their
+last bits.
 
 **Bad:**
 ```python
@@ -57,14 +64,14 @@ def check_cpu_then_moved(node: ast.Call, ctx: Context) -> None:
             f"`{shown(ctx, factory)}` fills the tensor in host memory, then `{suffix.strip()}` "
             "copies it to the GPU. Pass `device=` so the GPU creates it in place: no host "
             "allocation, no transfer.",
-            (
-                Fix(
-                    f"Create it on the device (`device={device}`)",
-                    (
-                        add_keyword(ctx, factory, f"device={device}"),
-                        Edit(_suffix_span(node, factory, ctx), ""),
-                    ),
+            _device_fixes(
+                factory,
+                f"Create it on the device (`device={device}`)",
+                (
+                    add_keyword(ctx, factory, f"device={device}"),
+                    Edit(_suffix_span(node, factory, ctx), ""),
                 ),
+                ctx,
             ),
         )
         return
@@ -88,24 +95,40 @@ def check_cpu_then_moved(node: ast.Call, ctx: Context) -> None:
 
 
 def is_cpu_factory(call: ast.Call, ctx: Context) -> bool:
+    """A factory that takes a shape, called without `device=`: the GPU could make its tensor.
+    Data factories (`torch.tensor(data)`) build on the host and copy whatever `device=` says."""
     name = ctx.qualname(call.func)
-    if name not in fw.TORCH_FACTORIES or keyword(call, "device") is not None:
+    if name not in fw.TORCH_FACTORIES or name in fw.TORCH_DATA_FACTORIES:
         return False
-    if name in fw.TORCH_DATA_FACTORIES:
-        # torch.tensor(numpy_array) must copy anyway; only literal data is worth a finding
-        return bool(call.args) and _is_literal(call.args[0])
-    return not has_double_star(call)
+    if keyword(call, "device") is not None or keyword(call, "pin_memory") is not None:
+        return False
+    return not has_double_star(call) and keyword(call, "out") is None
 
 
-def _is_literal(node: ast.expr) -> bool:
-    match node:
-        case ast.Constant():
-            return True
-        case ast.List(elts=elements) | ast.Tuple(elts=elements):
-            return all(_is_literal(e) for e in elements)
-        case ast.UnaryOp(operand=operand):
-            return _is_literal(operand)
-    return False
+def _device_fixes(
+    factory: ast.Call, title: str, edits: tuple[Edit, ...], ctx: Context
+) -> tuple[Fix, ...]:
+    """The fix that passes `device=`, marked with what it changes where it changes values."""
+    name = (ctx.qualname(factory.func) or "").rsplit(".", 1)[-1]
+    changes = None
+    if name in fw.RANDOM_FACTORIES:
+        changes = "draws from the GPU's random generator: other numbers for the same seed"
+    elif name in ("linspace", "logspace") or (name == "arange" and _has_float(factory)):
+        changes = "the GPU computes the values: they may differ in the last bits"
+    elif keyword(factory, "requires_grad") is not None:
+        changes = "the tensor becomes a leaf: its .grad fills where the copy's did not"
+    return (fix(title, edits, changes),)
+
+
+def _has_float(call: ast.Call) -> bool:
+    return (
+        any(
+            isinstance(n, ast.Constant) and isinstance(n.value, float)
+            for argument in (*call.args, *(k.value for k in call.keywords))
+            for n in ast.walk(argument)
+        )
+        or keyword(call, "dtype") is not None
+    )
 
 
 def _device_text(node: ast.Call, ctx: Context) -> str | None:
@@ -158,11 +181,11 @@ def _named_fix(
         else Span(span.line, 0, span.end_line, len(lines[span.end_line])),
         "",
     )
-    return (
-        Fix(
-            f"Create `{name}` on the device (`device={device}`)",
-            (add_keyword(ctx, factory, f"device={device}"), removal),
-        ),
+    return _device_fixes(
+        factory,
+        f"Create `{name}` on the device (`device={device}`)",
+        (add_keyword(ctx, factory, f"device={device}"), removal),
+        ctx,
     )
 
 

@@ -8,7 +8,7 @@ from gpulens.analysis.context import Context
 from gpulens.analysis.model import Severity
 from gpulens.analysis.rules.common import shown
 from gpulens.analysis.rules.registry import checks, rule
-from gpulens.analysis.symbols import dotted_name, names_in
+from gpulens.analysis.symbols import Kind, dotted_name, names_in
 
 ELEMENTWISE_LOOP = rule(
     "GPU009",
@@ -16,9 +16,12 @@ ELEMENTWISE_LOOP = rule(
     Severity.WARNING,
     "Python loop over the elements of a GPU array",
     """
-Each `x[i]` or `x[i] = v` on a GPU array is a separate kernel launch (and a read of a value
-is a copy to the host): a loop over a million elements makes a million launches of a few
-microseconds each, where one vectorized operation would take microseconds in total.
+A Python loop over a GPU array works on one element at a time: every operation on an
+element (`x[i] * 2`, `y[i] = v`) is a kernel launch of its own, doing a few bytes of work,
+and reading an element's value (`float(x[i])`, `if x[i] > 0:`) copies it to the host and
+waits for the GPU. A loop over a million elements makes millions of launches where one
+operation on the whole array would make one. (A loop that runs a model or a function per
+element, such as a sampler's steps over its schedule, is a sequence of steps: no finding.)
 
 **Bad:**
 ```python
@@ -36,24 +39,48 @@ y = x * 2 + 1
 
 @checks(ast.For)
 def check_iteration(node: ast.For, ctx: Context) -> None:
-    _check_iterated(node.iter, ctx)
+    _check_iterated(node.iter, node.body, ctx)
 
 
 @checks(ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
 def check_comprehension(node: ast.ListComp, ctx: Context) -> None:
-    _check_iterated(node.generators[0].iter, ctx)
+    results = [node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]
+    _check_iterated(node.generators[0].iter, results, ctx)
 
 
-def _check_iterated(iterated: ast.expr, ctx: Context) -> None:
+Body = list[ast.stmt] | list[ast.expr]
+
+
+def _check_iterated(iterated: ast.expr, body: Body, ctx: Context) -> None:
     value = ctx.value(iterated)
-    if value is None or not value.array_on_gpu:
+    if value is None or not value.array_on_gpu or _runs_a_model(body, ctx):
         return
     ctx.report(
         ELEMENTWISE_LOOP,
         iterated,
-        f"Iterating over the GPU array `{shown(ctx, iterated)}` launches one indexing kernel "
-        "per element. Express the loop body as operations on the whole array.",
+        f"Iterating over the GPU array `{shown(ctx, iterated)}` hands out its elements one "
+        "by one: every operation on them is a kernel launch of its own. Express the loop "
+        "body as operations on the whole array.",
     )
+
+
+def _runs_a_model(body: Body, ctx: Context) -> bool:
+    """A body that calls a model or a function of the file per element (a sampler's step
+    per sigma): that loop is a sequence of steps, not element-wise arithmetic to vectorize."""
+    for statement in body:
+        for node in ast.walk(statement):
+            if not isinstance(node, ast.Call):
+                continue
+            callee = ctx.value(node.func)
+            if callee is not None and callee.kind in _STEP_CALLEES:
+                return True
+            match node.func:
+                case ast.Attribute(value=ast.Name(id="self")):
+                    return True  # a method of the file
+    return False
+
+
+_STEP_CALLEES = (Kind.GPU_MODULE, Kind.MODULE, Kind.GPU, Kind.FUNCTION)
 
 
 @checks(ast.Assign, ast.AugAssign)

@@ -7,7 +7,7 @@ import ast
 from gpulens.analysis import frameworks as fw
 from gpulens.analysis.context import Context
 from gpulens.analysis.model import Fix, Severity
-from gpulens.analysis.rules.common import replace, shown
+from gpulens.analysis.rules.common import fix, replace, shown
 from gpulens.analysis.rules.registry import checks, rule
 
 HOST_ROUND_TRIP = rule(
@@ -65,9 +65,10 @@ def check_host_round_trip(node: ast.Call, ctx: Context) -> None:
                 fixes: tuple[Fix, ...] = ()
                 if jnp is not None and isinstance(func, ast.Attribute):
                     fixes = (
-                        Fix(
+                        fix(
                             f"Use {jnp}.{func.attr}",
                             (replace(ctx, func.value, jnp),),
+                            "returns a JAX array on the device, not a NumPy array",
                         ),
                     )
                 _report_round_trip(node, ctx, loop.describe(), fixes)

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import ast
+import enum
+from collections import Counter
 
 from gpulens.analysis import frameworks as fw
 from gpulens.analysis.context import Context, Loop
+from gpulens.analysis.guards import leaves_loop
 from gpulens.analysis.model import Fix, Severity
-from gpulens.analysis.rules.common import after_loop, replace, shown
+from gpulens.analysis.rules.common import after_loop, fix, replace, shown
 from gpulens.analysis.rules.registry import checks, rule
-from gpulens.analysis.symbols import Value
+from gpulens.analysis.rules.timing import in_timed_region
+from gpulens.analysis.symbols import Kind, Value, names_in
 
 SYNC_IN_LOOP = rule(
     "GPU001",
@@ -20,9 +24,14 @@ SYNC_IN_LOOP = rule(
 GPU work is queued: a kernel launch returns at once and the CPU runs ahead, queuing the
 next step while the GPU computes. Reading a GPU value on the host (`.item()`, `.cpu()`,
 `.numpy()`, `.tolist()`, `float(t)`, `print(t)`, `if t > 0:`) or calling
-`torch.cuda.synchronize()` makes the CPU wait until every queued kernel has finished, then
-copy the value. Once per iteration, the queue runs dry each step: the GPU idles while
-Python prepares the next launch. On launch-bound loops this costs 10–40 % of the step time.
+`torch.cuda.synchronize()` makes the CPU wait until the kernels queued before it have
+finished, then copy the value. Once per iteration, the queue runs dry each step: the GPU
+idles while Python prepares the next launch, and the shorter the step, the larger the part
+of it spent idle.
+
+A read that decides whether a loop stops (`if (tokens == eos).all(): break`), that hands
+each result out as it is made (`yield t.item()`), or that sits inside a region the program
+times is what the program means to do: it is reported as a hint, worded for what it does.
 
 **Bad:**
 ```python
@@ -47,6 +56,87 @@ print(total.item())
 )
 
 
+class Need(enum.Enum):
+    """Why a sync in a loop may be what the program wants: then it is a hint, not a warning."""
+
+    EXIT = "exit"  # the loop's stop condition: `if (tokens == eos).all(): break`
+    STREAM = "stream"  # each result handed out as it is made: `yield t.item()`
+    TIMED = "timed"  # inside a region the program times
+
+
+def need_of(node: ast.AST, loop: Loop, ctx: Context) -> Need | None:
+    if ctx.deciding_exit:
+        return Need.EXIT
+    if _streams(node, ctx):
+        return Need.STREAM
+    if not loop.over_loader and not loop.trains and in_timed_region(node, ctx):
+        return Need.TIMED  # (a training loop timed per epoch is still a training loop)
+    return None
+
+
+def _streams(node: ast.AST, ctx: Context) -> bool:
+    statement = ctx.statement
+    match statement:
+        case ast.Expr(value=ast.Yield() | ast.YieldFrom() as handed):
+            return any(n is node for n in ast.walk(handed))
+        case ast.Expr(value=ast.Call(func=ast.Name(id="print"), keywords=keywords)):
+            return any(k.arg in ("flush", "end") for k in keywords)
+    return False
+
+
+def _report_sync(
+    node: ast.expr,
+    what: str,
+    loop: Loop,
+    ctx: Context,
+    *,
+    advice: str,
+    subject: Value | None,
+    fixes: tuple[Fix, ...] = (),
+) -> None:
+    """Report ``what`` (a sentence start: "`x.item()` copies a GPU value to the host and
+    waits for all queued GPU work") about the GPU value ``subject``: a warning, or a hint
+    where the wait is needed or the value is on the GPU by a guess only."""
+    where = loop.describe()
+    match need_of(node, loop, ctx):
+        case Need.EXIT:
+            ctx.report(
+                SYNC_IN_LOOP,
+                node,
+                f"{what}, on every iteration of {where}, to decide whether it stops: the loop "
+                "cannot end without it. Testing every N iterations (or running a fixed number "
+                "of them) would save the other waits.",
+                severity=Severity.HINT,
+            )
+        case Need.STREAM:
+            ctx.report(
+                SYNC_IN_LOOP,
+                node,
+                f"{what}, on every iteration of {where}, to hand each result out as it is "
+                "made. If the consumer can wait, collect on the device and read in batches.",
+                severity=Severity.HINT,
+            )
+        case Need.TIMED:
+            ctx.report(
+                SYNC_IN_LOOP,
+                node,
+                f"{what}, on every iteration of {where}, inside a timed region: the time "
+                "measured includes these waits. If they are not part of what you measure, "
+                "read the values after the clock.",
+                severity=Severity.HINT,
+            )
+        case None if subject is not None and subject.guessed:
+            ctx.report(
+                SYNC_IN_LOOP,
+                node,
+                f"{what}, on every iteration of {where}, if the value is on the GPU, as its use "
+                f"with the model the function is handed suggests{advice}",
+                severity=Severity.HINT,
+            )
+        case None:
+            ctx.report(SYNC_IN_LOOP, node, f"{what}, on every iteration of {where}{advice}", fixes)
+
+
 @checks(ast.Call)
 def check_sync_call(node: ast.Call, ctx: Context) -> None:
     loop = ctx.hot_loop
@@ -57,14 +147,16 @@ def check_sync_call(node: ast.Call, ctx: Context) -> None:
         receiver = ctx.value(func.value)
         on_gpu = receiver is not None and receiver.on_gpu
         if on_gpu and (func.attr in fw.SYNC_METHODS or ctx.evaluator.moves_to_cpu(node)):
-            ctx.report(
-                SYNC_IN_LOOP,
+            _report_sync(
                 node,
                 f"`{shown(ctx, node)}` copies a GPU value to the host and waits for all queued "
-                f"GPU work, on every iteration of {loop.describe()}: the CPU stops feeding the "
-                "GPU. Accumulate on the device (`total += loss.detach()`) and read once after "
-                "the loop, or every N steps.",
-                _accumulate_fixes(node, func.value, receiver, loop, ctx),  # type: ignore[arg-type]
+                "GPU work",
+                loop,
+                ctx,
+                advice=": the CPU stops feeding the GPU. Accumulate on the device "
+                "(`total += loss.detach()`) and read once after the loop, or every N steps.",
+                subject=receiver,
+                fixes=_accumulate_fixes(node, func.value, receiver, loop, ctx),  # type: ignore[arg-type]
             )
             return
         if on_gpu and func.attr == "block_until_ready":
@@ -89,24 +181,26 @@ def _check_builtin(node: ast.Call, builtin: str, loop: Loop, ctx: Context) -> No
     if not gpu_args:
         return
     if builtin == "print":
-        ctx.report(
-            SYNC_IN_LOOP,
+        _report_sync(
             node,
-            f"Printing a GPU value copies it to the host and waits for the GPU on every "
-            f"iteration of {loop.describe()}. Print every N steps (`if step % 100 == 0:`) or "
-            "after the loop.",
+            "Printing a GPU value copies it to the host and waits for the GPU",
+            loop,
+            ctx,
+            advice=". Print every N steps (`if step % 100 == 0:`) or after the loop.",
+            subject=ctx.value(gpu_args[0]),
         )
         return
     argument = gpu_args[0]
     receiver = ctx.value(argument)
     fixes = _accumulate_fixes(node, argument, receiver, loop, ctx) if builtin == "float" else ()
-    ctx.report(
-        SYNC_IN_LOOP,
+    _report_sync(
         node,
-        f"`{shown(ctx, node)}` copies a GPU value to the host and waits for all queued GPU "
-        f"work, on every iteration of {loop.describe()}. Keep the value on the device and "
-        "convert once after the loop, or every N steps.",
-        fixes,
+        f"`{shown(ctx, node)}` copies a GPU value to the host and waits for all queued GPU work",
+        loop,
+        ctx,
+        advice=". Keep the value on the device and convert once after the loop, or every N steps.",
+        subject=receiver,
+        fixes=fixes,
     )
 
 
@@ -114,31 +208,79 @@ def _check_builtin(node: ast.Call, builtin: str, loop: Loop, ctx: Context) -> No
 def check_formatted(node: ast.FormattedValue, ctx: Context) -> None:
     loop = ctx.hot_loop
     if loop is not None and ctx.on_gpu(node.value):
-        ctx.report(
-            SYNC_IN_LOOP,
+        _report_sync(
             node.value,
             f"Formatting a GPU value (`{shown(ctx, node.value)}`) copies it to the host and "
-            f"waits for the GPU on every iteration of {loop.describe()}. Format it every N "
-            "steps or after the loop.",
+            "waits for the GPU",
+            loop,
+            ctx,
+            advice=". Format it every N steps or after the loop.",
+            subject=ctx.value(node.value),
         )
 
 
 @checks(ast.If, ast.IfExp, ast.Assert)
 def check_truth_test(node: ast.If | ast.IfExp | ast.Assert, ctx: Context) -> None:
     loop = ctx.hot_loop
-    if loop is not None and ctx.on_gpu(node.test):
-        _report_bool(node.test, loop, ctx)
+    test = node.test
+    while isinstance(test, ast.BoolOp):
+        test = test.values[-1]  # `if a or t == 0:` tests the last operand's truth too
+    if loop is None or not _tests_an_array(test, ctx):
+        return
+    # `if done.all(): break`, `assert not torch.isnan(loss)`: the test decides whether the
+    # loop (or the program) goes on
+    exits = isinstance(node, ast.Assert) or (isinstance(node, ast.If) and leaves_loop(node.body))
+    saved, ctx.deciding_exit = ctx.deciding_exit, ctx.deciding_exit or exits
+    try:
+        _report_bool(test, loop, ctx)
+    finally:
+        ctx.deciding_exit = saved
+
+
+def _tests_an_array(test: ast.expr, ctx: Context) -> bool:
+    """A GPU array used as a bool; a bare name of a GPU tuple or dict (`if outputs:`) may
+    test only that it is not empty."""
+    value = ctx.value(test)
+    if value is None or not value.on_gpu:
+        return False
+    return value.exact or not isinstance(test, ast.Name | ast.Attribute | ast.Subscript)
+
+
+@checks(ast.Assign)
+def check_host_tensor_write(node: ast.Assign, ctx: Context) -> None:
+    """`losses[k] = loss` into a tensor made on the host: a copy to the host and a wait."""
+    loop = ctx.hot_loop
+    if loop is None or not ctx.on_gpu(node.value):
+        return
+    for target in node.targets:
+        if not isinstance(target, ast.Subscript):
+            continue
+        held = ctx.value(target.value)
+        if held is not None and held.kind is Kind.CPU_TENSOR:
+            _report_sync(
+                node.value,
+                f"Writing a GPU value into the host tensor `{shown(ctx, target.value)}` copies "
+                "it to the host and waits for the GPU",
+                loop,
+                ctx,
+                advice=". Make the tensor on the device (`device=`) and copy it once after the "
+                "loop.",
+                subject=ctx.value(node.value),
+            )
+            return
 
 
 @checks(ast.While)
 def check_while_test(node: ast.While, ctx: Context) -> None:
-    if ctx.on_gpu(node.test):
+    if _tests_an_array(node.test, ctx):
         ctx.report(
             SYNC_IN_LOOP,
             node.test,
             f"The loop condition `{shown(ctx, node.test)}` is a GPU value: testing it copies "
-            "it to the host and waits for the GPU on every iteration. Check it every N "
-            "iterations, or run a fixed number of steps.",
+            "it to the host and waits for the GPU on every iteration, to decide whether the "
+            "loop stops. Testing every N iterations (or running a fixed number of them) would "
+            "save the other waits.",
+            severity=Severity.HINT,
         )
 
 
@@ -161,16 +303,21 @@ def check_not(node: ast.UnaryOp, ctx: Context) -> None:
 
 
 def _report_bool(node: ast.expr, loop: Loop, ctx: Context) -> None:
-    ctx.report(
-        SYNC_IN_LOOP,
+    _report_sync(
         node,
         f"Using a GPU value as a Python bool (`{shown(ctx, node)}`) copies it to the host and "
-        f"waits for the GPU on every iteration of {loop.describe()}. Keep the decision on the "
-        "device (`torch.where`, `torch.maximum`) or take it every N steps.",
+        "waits for the GPU",
+        loop,
+        ctx,
+        advice=". Keep the decision on the device (`torch.where`, `torch.maximum`) or take it "
+        "every N steps.",
+        subject=ctx.value(node.operand if isinstance(node, ast.UnaryOp) else node),
     )
 
 
 def _report_device_sync(node: ast.Call, loop: Loop, ctx: Context) -> None:
+    if in_timed_region(node, ctx):
+        return  # the wait that makes a host clock read true
     ctx.report(
         SYNC_IN_LOOP,
         node,
@@ -184,7 +331,10 @@ def _accumulate_fixes(
     sync: ast.Call, array: ast.expr, value: Value | None, loop: Loop, ctx: Context
 ) -> tuple[Fix, ...]:
     """`total += loss.item()` -> `total += loss.detach()` and one `float(total)` after the loop;
-    `values.append(x.item())` -> append `x.detach()` and stack once after the loop."""
+    `values.append(x.item())` -> append `x.detach()` and concatenate once after the loop.
+
+    Offered only where nothing else in the loop reads the total or the list (it holds a
+    tensor, or tensors, until the loop ends)."""
     if value is None or (isinstance(sync.func, ast.Attribute) and sync.func.attr != "item"):
         return ()
     kept = ctx.text(array) if _is_atomic(array) else f"({ctx.text(array)})"
@@ -195,12 +345,20 @@ def _accumulate_fixes(
             sync, added
         ):
             after = after_loop(ctx, loop, f"{total} = float({total})  # one sync, after the loop")
-            if after is None:
+            if after is None or _read_elsewhere(total, loop, ctx):
                 return ()
+            # a Python float sums in double precision: so does a float64 tensor, operation
+            # for operation, where the total starts as a float and the device has float64
+            exact = _starts_as_float(total, loop) and value.lib in ("torch", "cupy")
+            exact = exact and not mentions_mps(ctx)
+            widened = kept + (".double()" if value.lib == "torch" else '.astype("float64")')
             return (
-                Fix(
+                fix(
                     f"Accumulate `{total}` on the device, read it once after the loop",
-                    (replace(ctx, sync, kept), after),
+                    (replace(ctx, sync, widened if exact else kept), after),
+                    None
+                    if exact
+                    else "sums in the array's dtype: the total's type or last digits may change",
                 ),
             )
         case ast.Expr(
@@ -208,17 +366,21 @@ def _accumulate_fixes(
                 func=ast.Attribute(value=ast.Name(id=values), attr="append"), args=[appended]
             )
         ) if appended is sync:
-            stack = ctx.spelled("torch" if value.lib == "torch" else "cupy", value.lib)
+            library = ctx.spelled("torch" if value.lib == "torch" else "cupy", value.lib)
             if (
-                stack is None
+                library is None
                 or value.lib not in ("torch", "cupy")
                 or not _made_empty_before(values, loop)
+                or _read_elsewhere(values, loop, ctx)
             ):
                 return ()
+            # each item held one element (`.item()` said so): one value per item, as before
+            join = "cat" if value.lib == "torch" else "concatenate"
             after = after_loop(
                 ctx,
                 loop,
-                f"{values} = {stack}.stack({values}).tolist() if {values} else []  # one sync",
+                f"{values} = {library}.{join}([v.reshape(1) for v in {values}]).tolist() "
+                f"if {values} else []  # one sync",
             )
             if after is None:
                 return ()
@@ -229,6 +391,30 @@ def _accumulate_fixes(
                 ),
             )
     return ()
+
+
+def mentions_mps(ctx: Context) -> bool:
+    """Whether the file names Apple's GPU anywhere (which has no float64). Read once per
+    walk; a function's memo key holds it, since the accumulate fix depends on it."""
+    key = ("mentions mps",)
+    if key not in ctx.file_facts:
+        ctx.file_facts[key] = "mps" in ctx.source.text
+    return bool(ctx.file_facts[key])
+
+
+def _read_elsewhere(name: str, loop: Loop, ctx: Context) -> bool:
+    """Whether the loop's body uses ``name`` outside the statement being fixed."""
+    if loop.statement is None or ctx.statement is None:
+        return True
+    if loop.names_used is None:  # counted once per loop, however many fixes ask
+        loop.names_used = Counter(
+            node.id
+            for statement in getattr(loop.statement, "body", [])
+            for node in ast.walk(statement)
+            if isinstance(node, ast.Name)
+        )
+    here = sum(1 for n in ast.walk(ctx.statement) if isinstance(n, ast.Name) and n.id == name)
+    return loop.names_used.get(name, 0) > here
 
 
 def _is_atomic(node: ast.expr) -> bool:
@@ -243,6 +429,22 @@ def _in_sum(sync: ast.Call, added: ast.expr) -> bool:
         added.op, ast.Add | ast.Sub | ast.Mult | ast.Div
     ):
         return _in_sum(sync, added.left) or _in_sum(sync, added.right)
+    return False
+
+
+def _starts_as_float(name: str, loop: Loop) -> bool:
+    """`total = 0.0` stands before the loop in the same block, nothing rebinding it since."""
+    if loop.block is None:
+        return False
+    body, index = loop.block
+    for statement in reversed(body[:index]):
+        match statement:
+            case ast.Assign(targets=[ast.Name(id=bound)], value=ast.Constant(value=float())) if (
+                bound == name
+            ):
+                return True
+        if name in names_in(statement):
+            return False
     return False
 
 

@@ -21,8 +21,12 @@ UNSYNCED_TIMER = rule(
     """
 Kernel launches return before the kernels run. A host clock read after GPU work, with no
 synchronization in between, measures how long Python took to *queue* the work, not how long
-the GPU took to do it: timings come out too small, sometimes by 100×, and the work is billed
-to whatever synchronizes next.
+the GPU took to do it: timings come out too small, and the work is billed to whatever
+synchronizes next.
+
+The fix waits for the device the code targets: `torch.cuda.synchronize()` where every device
+the file chooses is CUDA, and a guarded wait (`if torch.device(device).type == "cuda": …`)
+where the code may also run on the CPU or another device.
 
 **Bad:**
 ```python
@@ -108,6 +112,8 @@ def check_clock(node: ast.Call, ctx: Context) -> None:
         if func.attr in fw.SYNC_METHODS or func.attr in ("block_until_ready", "get"):  # type: ignore[union-attr]
             _synced(interval, node, ctx)
             return
+        if func.attr in fw.HOST_RESULT_METHODS or func.attr in fw.MODULE_PARTS_METHODS:  # type: ignore[union-attr]
+            return  # `x.numel()`, `x.size(0)`: metadata, no GPU work queued
         interval.pending.add(receiver.lib)
         return
     if isinstance(func, ast.Name) and func.id in fw.SYNC_BUILTINS:
@@ -143,6 +149,103 @@ def remember_array(node: ast.Assign, ctx: Context) -> None:
             _interval(ctx).last_array[value.lib] = node.targets[0].id
 
 
+def _torch_sync(ctx: Context) -> str | None:
+    """A wait for the device the code targets: `torch.cuda.synchronize()` only where every
+    device the file chooses is CUDA; otherwise guarded, so that the line does nothing (and
+    raises nothing) where the program runs on the CPU or another device."""
+    torch = ctx.spelled("torch", "torch")
+    if torch is None:
+        return None
+    if chooses_only_cuda(ctx):
+        return f"{torch}.cuda.synchronize()"
+    device = ctx.device_variable()
+    if device is not None:
+        return f'if {torch}.device({device}).type == "cuda": {torch}.cuda.synchronize({device})'
+    return f"if {torch}.cuda.is_available(): {torch}.cuda.synchronize()"
+
+
+def chooses_only_cuda(ctx: Context) -> bool:
+    """Every device the file chooses is a CUDA device written out (`"cuda"`,
+    `torch.device("cuda:1")`, `.cuda()`): none falls back to the CPU, comes from an argument
+    or a setting, or names another accelerator. (Judged once per state of the imports.)"""
+    key = ("chooses only cuda", ctx.imports.version)
+    if key not in ctx.file_facts:
+        ctx.file_facts[key] = _scan_devices(ctx)
+    return bool(ctx.file_facts[key])
+
+
+def _scan_devices(ctx: Context) -> bool:
+    # a read of the whole module: the memo key holds its result for the imports a body
+    # starts with; a body that changes them and asks again is not memoized
+    for node in ast.walk(ctx.module_tree()):
+        match node:
+            case ast.Call(func=func, args=arguments):
+                name = ctx.qualname(func) or ""
+                if name.endswith("is_available"):
+                    return False
+                if name == "torch.device" and not (arguments and _cuda_literal(arguments[0])):
+                    return False
+            case ast.Assign(targets=targets, value=value):
+                for target in targets:
+                    last = target.attr if isinstance(target, ast.Attribute) else None
+                    if isinstance(target, ast.Name):
+                        last = target.id
+                    if last and fw.DEVICE_NAME.match(last) and not _chosen_cuda(value, ctx):
+                        return False
+            case ast.arg(arg=name) if fw.DEVICE_NAME.match(name):
+                return False  # the caller chooses
+    return True
+
+
+def _chosen_cuda(value: ast.expr, ctx: Context) -> bool:
+    match value:
+        case ast.Call(func=func, args=[first, *_]) if ctx.qualname(func) == "torch.device":
+            return _cuda_literal(first)
+        case ast.Call(func=func) if ctx.qualname(func) == "torch.cuda.current_device":
+            return True
+        case ast.Constant(value=int()):
+            return True
+    return _cuda_literal(value)
+
+
+def _cuda_literal(node: ast.expr) -> bool:
+    match node:
+        case ast.Constant(value=str(text)):
+            return text.startswith("cuda")
+        case ast.JoinedStr(values=[ast.Constant(value=str(head)), *_]):
+            return head.startswith("cuda")
+    return False
+
+
+def in_timed_region(node: ast.AST, ctx: Context) -> bool:
+    """Whether ``node`` runs where the program measures time: between two host clock reads
+    of the same function (or of the module's own code), or inside a timer's `with` block."""
+    if ctx.timers:
+        return True
+    owner: ast.AST = ctx.function or ctx.module_tree()
+    lines = ctx.clock_lines.get(id(owner))
+    if lines is None:
+        lines = ctx.clock_lines[id(owner)] = _clock_lines(owner, ctx)
+    line = getattr(node, "lineno", 0)
+    return any(first < line for first in lines) and any(line < last for last in lines)
+
+
+def _clock_lines(owner: ast.AST, ctx: Context) -> tuple[int, ...]:
+    body = (
+        owner.body if isinstance(owner, ast.Module | ast.FunctionDef | ast.AsyncFunctionDef) else []
+    )
+    found: list[int] = []
+    pending: list[ast.AST] = list(body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda):
+            continue
+        if isinstance(node, ast.Call) and ctx.qualname(node.func) in fw.HOST_CLOCKS:
+            found.append(node.lineno)
+        pending.extend(ast.iter_child_nodes(node))
+    return tuple(found)
+
+
 def _report(node: ast.Call, interval: _Interval, ctx: Context) -> None:
     ctx.report(
         UNSYNCED_TIMER,
@@ -169,8 +272,7 @@ def _sync_fix(interval: _Interval, ctx: Context) -> tuple[Fix, ...]:
 
 def _sync_line(lib: str, interval: _Interval, ctx: Context) -> str | None:
     if lib == "torch":
-        torch = ctx.spelled("torch", "torch")
-        return f"{torch}.cuda.synchronize()" if torch else None
+        return _torch_sync(ctx)
     if lib == "cupy":
         cp = ctx.spelled("cupy", "cupy")
         return f"{cp}.cuda.Device().synchronize()" if cp else None

@@ -9,7 +9,7 @@ from gpulens.analysis.context import Context
 from gpulens.analysis.model import Edit, Fix, Severity, Span
 from gpulens.analysis.rules.common import add_keyword, replace, shown
 from gpulens.analysis.rules.registry import checks, rule
-from gpulens.analysis.symbols import Kind, keyword, names_in
+from gpulens.analysis.symbols import Kind, keyword, names_in, simple_name
 
 PER_ITEM_COPIES = rule(
     "GPU002",
@@ -17,10 +17,11 @@ PER_ITEM_COPIES = rule(
     Severity.WARNING,
     "One host-to-device copy per item of a loop",
     """
-Every host-to-device copy costs a driver call, a DMA setup and, from pageable memory, a
-staging copy: about 10–20 µs before the first byte moves. Copying items one by one in a
-loop or comprehension pays that for each item and keeps the copy engine busy with tiny
-transfers, where one large copy would run at full PCIe/NVLink bandwidth.
+Every host-to-device copy pays a fixed cost before the first byte moves: a driver call, a
+transfer setup and, from pageable memory, a staging copy. Copying items one by one in a
+loop or comprehension pays it for each item and keeps the copy engine busy with small
+transfers, where one large copy would run at the bus's full bandwidth. (A loop over whole
+batches, or over a few different tensors, copies each once: no finding.)
 
 **Bad:**
 ```python
@@ -66,7 +67,7 @@ for x, y in loader:
 @checks(ast.Call)
 def check_per_item_copy(node: ast.Call, ctx: Context) -> None:
     loop = ctx.hot_loop
-    if loop is None or not loop.targets or loop.over_loader:
+    if loop is None or not loop.per_sample:
         return
     if loop.iterates is not None and loop.iterates.kind is Kind.GPU:
         return  # the items are on the device already
@@ -77,8 +78,8 @@ def check_per_item_copy(node: ast.Call, ctx: Context) -> None:
         PER_ITEM_COPIES,
         node,
         f"`{shown(ctx, node)}` makes one host-to-device copy per item of {loop.describe()}: "
-        "each pays ~10–20 µs of setup and moves a few bytes. Build the batch on the host and "
-        "copy it once.",
+        "each pays the fixed cost of a copy, however small the item. Build the batch on the "
+        "host and copy it once.",
         _stack_then_copy_fix(node, copied, ctx),
     )
 
@@ -90,6 +91,8 @@ def _host_to_device_source(node: ast.Call, ctx: Context) -> ast.expr | None:
         receiver = ctx.value(func.value)
         if receiver is not None and receiver.kind in (Kind.GPU, Kind.GPU_MODULE, Kind.MODULE):
             return None
+        if fw.MODEL_NAME.search(simple_name(func.value)):
+            return None  # a module moved: its parameters, not data
         return func.value
     name = ctx.qualname(func)
     if name is None or not node.args:

@@ -41,7 +41,7 @@ def early_stop(x, y):
         loss = criterion(model(x), y)
         if loss < best:  # expect: GPU001
             best = loss
-        if loss.item() < 1e-3:  # expect: GPU001
+        if loss.item() < 1e-3:  # hint: GPU001
             break
         torch.cuda.synchronize()  # expect: GPU001
         print(loss)  # expect: GPU001
