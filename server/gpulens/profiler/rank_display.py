@@ -10,6 +10,8 @@ from gpulens.profiler.schema import PayloadLine
 from gpulens.profiler.units import short_count, short_seconds
 
 _BASIS_WORDS = {"gpu": "GPU time of its own work", "host": "time on the host"}
+# a line whose every rank took less than this shows no spread in its label and table cell
+SPREAD_SHOWN_S = 1e-3
 
 
 def _range(spread: dict[str, Any]) -> str:
@@ -22,7 +24,7 @@ def spread_label(line: PayloadLine) -> str | None:
     spread = line.get("spread")
     if not isinstance(spread, dict) or len(line.get("ranks") or []) < 2:
         return None
-    if not spread.get("max_s"):
+    if (spread.get("max_s") or 0) < SPREAD_SHOWN_S:
         return None
     return f"ranks {_range(spread)} (rank {spread.get('slowest_rank')} slowest)"
 
@@ -32,7 +34,7 @@ def spread_cell(line: PayloadLine) -> str:
     spread = line.get("spread")
     if not isinstance(spread, dict) or len(line.get("ranks") or []) < 2:
         return ""
-    if not spread.get("max_s"):
+    if (spread.get("max_s") or 0) < SPREAD_SHOWN_S:
         return ""
     return f"{_range(spread)} r{spread.get('slowest_rank')}"
 
