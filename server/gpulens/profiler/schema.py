@@ -318,7 +318,18 @@ class Collectives(RecordKind):
         return [row, names] if names else [row]
 
     def cell(self, line: PayloadLine) -> list[str]:
-        return self.label(line)
+        """The waiting on a row of its own: the table's source column stays put."""
+        block = _block(line, self.key)
+        if not block.get("count"):
+            return []
+        size = block.get("bytes")
+        parts = [
+            f"⇄{short_count(block['count'])} {f'{short_bytes(size)} ' if size else ''}"
+            f"{short_seconds(block.get('gpu_s', 0))}"
+        ]
+        if block.get("waited_s"):
+            parts.append(f"⇄ {short_seconds(block['waited_s'])} waiting")
+        return parts
 
 
 def _new_direction() -> dict[str, int]:
