@@ -175,6 +175,11 @@ def run_message(payload: dict[str, Any]) -> str | None:
         return f"gpulens: {where} was not profiled: {message}."
     if kind == "SyntaxError":
         return f"gpulens: {where} has a syntax error ({message}); fix it and profile again."
+    if "environment variable RANK expected" in message or "MASTER_ADDR expected" in message:
+        return (
+            f"gpulens: {where} raised {kind}{at}: {message}. It sets up a distributed job: "
+            "profile it as one from a terminal, `gpulens profile --nproc-per-node N FILE`."
+        )
     return f"gpulens: {where} raised {kind}{at}: {message}.{shown} Fix it and profile again."
 
 

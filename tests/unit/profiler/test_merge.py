@@ -96,3 +96,16 @@ def test_the_k_th_collective_is_matched_across_ranks() -> None:
     waited = waited_by_line(results)
     assert waited[0][4] == (5_000_000 - 1_000) / 1e9
     assert waited[1][4] == (3_000_000 - 1_000) / 1e9
+
+
+def test_a_distributed_cell_run_as_one_process_is_pointed_at_the_ranks_option() -> None:
+    error = {
+        "type": "ValueError",
+        "message": "Error initializing torch.distributed using env:// rendezvous: "
+        "environment variable RANK expected, but not set",
+        "line": 7,
+    }
+    payload = annotate({"source": {"path": "train.py", "cell": 2}, "lines": [], "error": error})
+    assert payload["display"]["message"].endswith(
+        "profile it as one from a terminal, `gpulens profile --nproc-per-node N FILE`."
+    )
