@@ -203,7 +203,13 @@ def test_backward_on_the_autograd_thread_lands_on_its_line(torch: Any, backend: 
     name = "train_step" if backend == "cupti" else f"train_step_{backend}"
     capture, payload, lines = profile(name, TRAIN, namespace, backend)
     assert capture.backend == backend, capture.warnings
-    assert payload["unattributed"] == {"kernels": 0, "transfers": 0, "syncs": 0, "memsets": 0}
+    assert payload["unattributed"] == {
+        "kernels": 0,
+        "collectives": 0,
+        "transfers": 0,
+        "syncs": 0,
+        "memsets": 0,
+    }
     backward = lines[line_of(TRAIN, "# backward")]
     assert backward["kernels"]["count"] > 0
     assert backward["kernels"]["count"] % steps == 0
@@ -339,7 +345,13 @@ def test_two_gpus_have_per_device_figures(torch: Any) -> None:
     copied = sum(t["bytes"] for t in peer["transfers"].values())
     assert peer["transfers"]["dtod"]["count"] >= 1, peer["transfers"]
     assert copied == 4_000_000, peer["transfers"]
-    assert payload["unattributed"] == {"kernels": 0, "transfers": 0, "syncs": 0, "memsets": 0}
+    assert payload["unattributed"] == {
+        "kernels": 0,
+        "collectives": 0,
+        "transfers": 0,
+        "syncs": 0,
+        "memsets": 0,
+    }
 
 
 @needs_cupti

@@ -66,6 +66,13 @@ def _add_options(parser: argparse.ArgumentParser) -> None:
         default="auto",
         help="capture backend (default: the best available)",
     )
+    parser.add_argument(
+        "--nproc-per-node",
+        type=whole_number(1, "a number of ranks"),
+        metavar="N",
+        help="run it as N ranks of a distributed job, launched by torch.distributed.run "
+        "(as torchrun --standalone would), and show each line's costs over the ranks",
+    )
 
 
 def _write_output(chunk: bytes) -> None:
@@ -117,6 +124,7 @@ def run(args: argparse.Namespace) -> int:
                 backend=args.backend,
                 on_output=_write_output if args.format == "text" else None,
                 stop=stop,
+                nproc_per_node=args.nproc_per_node,
             )
         except ProfileRequestError as error:
             print(f"gpulens profile: error: {error}", file=sys.stderr)
@@ -166,6 +174,7 @@ def _replay_problem(args: argparse.Namespace, script_args: list[str]) -> str | N
             ("--timeout", args.timeout is not None),
             ("--python", args.python is not None),
             ("--backend", args.backend != "auto"),
+            ("--nproc-per-node", args.nproc_per_node is not None),
             ("-- ARGS", bool(script_args)),
         )
         if given

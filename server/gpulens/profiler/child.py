@@ -28,6 +28,7 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from gpulens.analysis.source import source_lines
@@ -38,7 +39,18 @@ def compile_chunk(source: str, path: str, first_line: int) -> Any:
     return compile("\n" * (first_line - 1) + source, path, "exec")
 
 
-def run_job(job: dict[str, Any]) -> dict[str, Any]:
+def run_job(
+    job: dict[str, Any],
+    *,
+    on_capture: Callable[[Any], None] | None = None,
+    on_attributed: Callable[[Any], None] | None = None,
+    quiet_signals: tuple[int, ...] = (signal.SIGINT,),
+) -> dict[str, Any]:
+    """Runs the job's setup chunks, then its target under a capture backend; its payload.
+
+    ``on_capture`` sees the capture before attribution (a rank adds its collectives' sizes),
+    ``on_attributed`` the attribution; ``quiet_signals`` are ignored once the cell is done,
+    so a late stop cannot cut the payload short."""
     from gpulens.profiler.attribution import attribute_records
     from gpulens.profiler.capture import describe_error, profile_code
     from gpulens.profiler.cells import last_line_of
@@ -81,10 +93,14 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
         code,
         namespace,
         job.get("backend", "auto"),
-        after_cell=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
+        after_cell=lambda: _ignore(quiet_signals),
     )
     wall = time.perf_counter() - started
+    if on_capture is not None:
+        on_capture(capture)
     attributed = attribute_records(capture.timeline, capture.records)
+    if on_attributed is not None:
+        on_attributed(attributed)
     timings = dict(capture.timings)
     timings["attribute_s"] = time.perf_counter() - started - wall
     timings["peak_rss_bytes"] = peak_rss_bytes()
@@ -100,6 +116,11 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
         timings=timings,
         time=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
     )
+
+
+def _ignore(numbers: tuple[int, ...]) -> None:
+    for number in numbers:
+        signal.signal(number, signal.SIG_IGN)
 
 
 def peak_rss_bytes() -> int | None:
@@ -176,6 +197,11 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    status = main()
+    if sys.argv[1:2] == ["--rank-job"]:  # one rank of `gpulens profile --nproc-per-node N`
+        from gpulens.profiler.rank_child import main as rank_main
+
+        status = rank_main(sys.argv[2])
+    else:
+        status = main()
     # Skip interpreter teardown: threads the cell left running must not hold the run open.
     os._exit(status)

@@ -18,6 +18,13 @@ from typing import Any
 
 from gpulens.profiler import schema
 from gpulens.profiler.hints import line_hints, pinned_bandwidth
+from gpulens.profiler.rank_display import (
+    rank_notes,
+    rank_table,
+    ranks_header,
+    spread_cell,
+    spread_label,
+)
 from gpulens.profiler.schema import KERNELS, SCHEMA, PayloadLine, plural
 from gpulens.profiler.units import short_count, short_seconds
 
@@ -44,8 +51,14 @@ def line_label(line: PayloadLine) -> str:
     "200 hits · 51 ms host".
     """
     if not made_device_work(line):
-        return f"{plural(line.get('hits', 0), 'hit')} · {short_seconds(line.get('host_s', 0))} host"
-    return " · ".join(part for kind in schema.RECORD_KINDS for part in kind.label(line))
+        parts = [
+            f"{plural(line.get('hits', 0), 'hit')}",
+            f"{short_seconds(line.get('host_s', 0))} host",
+        ]
+    else:
+        parts = [part for kind in schema.RECORD_KINDS for part in kind.label(line)]
+    ranks = spread_label(line)  # a job of several ranks: how far apart they were
+    return " · ".join([*parts, ranks] if ranks else parts)
 
 
 def markdown_text(text: str) -> str:
@@ -83,6 +96,9 @@ def line_hover(line: PayloadLine, backend: str | None = None, share: str | None 
             f"{short_seconds(k['gpu_s'])} |"
             for k in top
         ]
+    ranks = rank_table(line)
+    if ranks:
+        out += ["", *ranks]
     for hint in line.get("hints") or []:
         out += ["", f"💡 {markdown_text(hint['message'])}"]
     return "\n".join(out)
@@ -153,10 +169,17 @@ def run_message(payload: dict[str, Any]) -> str | None:
         return f"gpulens: profiling {where} stopped: {message}.{shown}"
     if kind == "Cancelled":
         return f"gpulens: profiling {where} was cancelled.{shown}"
+    if kind == "RankExit":
+        return f"gpulens: profiling {where} stopped: {message}.{shown}"
     if kind in ("InterpreterError", "InterpreterExit", "SetupError", "RequestError"):
         return f"gpulens: {where} was not profiled: {message}."
     if kind == "SyntaxError":
         return f"gpulens: {where} has a syntax error ({message}); fix it and profile again."
+    if "environment variable RANK expected" in message or "MASTER_ADDR expected" in message:
+        return (
+            f"gpulens: {where} raised {kind}{at}: {message}. It sets up a distributed job: "
+            "profile it as one from a terminal, `gpulens profile --nproc-per-node N FILE`."
+        )
     return f"gpulens: {where} raised {kind}{at}: {message}.{shown} Fix it and profile again."
 
 
@@ -198,6 +221,9 @@ def header(payload: dict[str, Any]) -> str:
     if backend:
         gpus = _gpu_names(payload)
         parts.append(f"{backend} on {gpus}" if gpus else backend)
+    ranks = ranks_header(payload)
+    if ranks:
+        parts.append(ranks)
     parts.append(f"{short_seconds(payload.get('wall_s') or 0)} wall")
     gpu = _gpu_total(payload)
     if gpu > 0:
@@ -246,6 +272,7 @@ def notes(payload: dict[str, Any]) -> list[str]:
     if error:
         at = f" at line {error['line']}" if error.get("line") else ""
         out.append(f"The cell stopped{at}: {error['type']}: {error['message']}")
+    out += rank_notes(payload)
     out += [f"note: {warning}" for warning in payload.get("warnings") or []]
     return out
 
@@ -260,6 +287,7 @@ _COLUMNS: tuple[tuple[str, str, Any], ...] = (
     ("Hits", "right", lambda line: str(line.get("hits", 0))),
     ("Host", "right", lambda line: short_seconds(line.get("host_s", 0))),
     ("GPU work", "left", _gpu_work),
+    ("Ranks", "left", spread_cell),  # empty, so left out, but for a job of several ranks
 )
 
 

@@ -18,6 +18,14 @@ TINY_KERNEL_RUNS = 500
 # "syncs every iteration": a line run at least this often that syncs on most runs
 SYNC_LOOP_HITS = 5
 SYNC_LOOP_SHARE = 0.9
+# a straggler: the slowest rank over this many times the ranks' median on a line it ran
+# more than once (a step of a loop), by at least STRAGGLER_MIN_S
+STRAGGLER_RATIO = 1.3
+STRAGGLER_MIN_S = 1e-3
+_STRAGGLER_BASIS = {
+    "gpu": "of GPU work (collectives less their waiting)",
+    "host": "on the host (less its waits for the GPU)",
+}
 
 
 def line_hints(line: dict[str, Any], pinned_gbps: float | None) -> list[dict[str, str]]:
@@ -84,7 +92,41 @@ def line_hints(line: dict[str, Any], pinned_gbps: float | None) -> list[dict[str
                     ),
                 }
             )
+    straggler = straggler_hint(line)
+    if straggler is not None:
+        found.append(straggler)
     return found
+
+
+def straggler_hint(line: dict[str, Any]) -> dict[str, str] | None:
+    """A line of a job of several ranks where one rank takes much longer than the others:
+    they wait for it at their next collective. None for any other line."""
+    spread, figures = line.get("spread"), line.get("ranks") or []
+    if not isinstance(spread, dict) or len(figures) < 2:
+        return None
+    slowest, median, most = spread.get("slowest_rank"), spread.get("median_s"), spread.get("max_s")
+    if not isinstance(median, int | float) or not isinstance(most, int | float):
+        return None
+    runs = next((f.get("hits", 0) for f in figures if f.get("rank") == slowest), 0)
+    if runs < 2 or most - median < STRAGGLER_MIN_S or most <= STRAGGLER_RATIO * median:
+        return None
+    times = f"{most / median:.1f}×" if median > 0 else "far more than"
+    basis = _STRAGGLER_BASIS.get(str(spread.get("basis")), "")
+    return {
+        "code": "straggler",
+        "message": (
+            f"rank {slowest} is the straggler on this line: {short_seconds(most)} {basis}, "
+            f"{times} the median of the {len(figures)} ranks ({short_seconds(median)}); the "
+            "others wait for it at their next collective: even out the work or the data "
+            "each rank gets here"
+            + (
+                " (where this line is itself a collective run on the CPU, as gloo's are, the "
+                "rank named waited in it for the others instead)"
+                if spread.get("basis") == "host"
+                else ""
+            )
+        ),
+    }
 
 
 def pinned_bandwidth(lines: list[dict[str, Any]]) -> float | None:

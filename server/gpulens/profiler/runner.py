@@ -411,13 +411,15 @@ def run_profile(
     cwd: str | None = None,
     on_output: Callable[[bytes], None] | None = None,
     stop: StopRequest | None = None,
+    nproc_per_node: int | None = None,
 ) -> dict[str, Any]:
     """Profiles `path` (or the cell `cell` / the cell holding `line`) in a subprocess.
 
     `text` is the file's content when the caller has it (an editor's unsaved buffer);
     `cwd` the working directory to run it in (default: ours); `on_output` and `stop` as for
-    `run_job`. Raises ProfileRequestError for a request that cannot run; otherwise returns
-    a payload.
+    `run_job`. `nproc_per_node`: run it as that many ranks of a distributed job, through
+    torch's launcher (`gpulens.profiler.ranks`), and merge their profiles. Raises
+    ProfileRequestError for a request that cannot run; otherwise returns a payload.
     """
     if cwd is not None and not os.path.isdir(cwd):
         raise ProfileRequestError(f"cannot run {path} in {cwd}: no such folder")
@@ -430,7 +432,21 @@ def run_profile(
             raise ProfileRequestError(str(error)) from None
     job = plan_job(os.path.abspath(path), text, cell=cell, line=line, args=args, backend=backend)
     job["path"] = os.path.abspath(path)
-    payload = run_job(job, python, timeout, on_start, cwd=cwd, on_output=on_output, stop=stop)
+    if nproc_per_node is not None:
+        from gpulens.profiler.ranks import run_ranks
+
+        payload = run_ranks(
+            job,
+            nproc_per_node,
+            python or sys.executable,
+            timeout,
+            cwd=cwd,
+            on_output=on_output,
+            stop=stop,
+            on_start=on_start,
+        )
+    else:
+        payload = run_job(job, python, timeout, on_start, cwd=cwd, on_output=on_output, stop=stop)
     payload["source"]["path"] = path
     return annotate(payload)  # its words follow what stopped the run, and the path as given
 

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from gpulens.profiler.collectives import collective_names
 from gpulens.profiler.units import short_bytes, short_count, short_seconds
 
 SCHEMA = "gpulens.profile/2"
@@ -156,8 +157,11 @@ class Kernels(RecordKind):
         return {"count": 0, "ns": 0, "by_name": {}}
 
     def tally(self, family: Family, place: Place, devices: set[int], names: Sequence[str]) -> None:
+        collectives = collective_names(names)  # NCCL's kernels are `Collectives`' records
         for corr, begin, finish, device, name in rows(family, self.columns):
             devices.add(device)
+            if name in collectives:
+                continue
             cost = place(corr)
             if cost is None:
                 continue
@@ -213,6 +217,119 @@ class Kernels(RecordKind):
         if not block.get("count"):
             return []
         return [f"{plural(block['count'], 'kernel')} {short_seconds(block.get('gpu_s', 0))}"]
+
+
+class Collectives(RecordKind):
+    """NCCL's collective kernels (all-reduce, broadcast, all-gather, ...): their GPU time
+    includes the time the rank waited in them for the other ranks (`waited_s`, known once
+    the ranks' figures are merged), and their bytes come from torch's flight recorder where
+    it ran (`bytes` in the kernel records; None where unknown)."""
+
+    key = "collectives"
+    family = "kernels"
+    columns = ("corr", "start", "end", "device", "name")
+    legend = "⇄ NCCL collectives: count, bytes, GPU time (of it waiting for other ranks)"
+
+    def empty(self) -> dict[str, Any]:
+        # `sequence`: (start, ns, name) of each, for matching a collective across ranks
+        return {"count": 0, "ns": 0, "bytes": 0, "unsized": 0, "by_name": {}, "sequence": []}
+
+    def tally(self, family: Family, place: Place, devices: set[int], names: Sequence[str]) -> None:
+        collectives = collective_names(names)
+        if not collectives:
+            return
+        sizes = family.get("bytes") or [None] * len(family.get("corr", ()))
+        for (corr, begin, finish, device, name), size in zip(
+            rows(family, self.columns), sizes, strict=True
+        ):
+            if name not in collectives:
+                continue
+            cost = place(corr)
+            if cost is None:
+                continue
+            ns = finish - begin
+            block = cost[self.key]
+            block["count"] += 1
+            block["ns"] += ns
+            if size is None or size < 0:
+                block["unsized"] += 1
+            else:
+                block["bytes"] += size
+            label = collectives[name]
+            by_name = block["by_name"].setdefault(label, [0, 0])
+            by_name[0] += 1
+            by_name[1] += ns
+            block["sequence"].append((begin, ns, label))
+            per_device = device_tally(cost, device)
+            per_device["kernels"] += 1
+            per_device["kernel_ns"] += ns
+
+    def payload(self, cost: LineCost) -> dict[str, Any]:
+        block = cost[self.key]
+        if not block["count"]:
+            return {}
+        by_name = sorted(block["by_name"].items(), key=lambda item: -item[1][1])
+        return {
+            self.key: {
+                "count": block["count"],
+                "gpu_s": seconds(block["ns"]),
+                "bytes": None if block["unsized"] else block["bytes"],
+                "top": [
+                    {"name": name, "count": count, "gpu_s": seconds(ns)}
+                    for name, (count, ns) in by_name[: Kernels.TOP]
+                ],
+            }
+        }
+
+    def made_work(self, line: PayloadLine) -> bool:
+        return bool(_block(line, self.key).get("count"))
+
+    def device_s(self, line: PayloadLine) -> float:
+        return float(_block(line, self.key).get("gpu_s") or 0)
+
+    def _figures(self, block: dict[str, Any]) -> str:
+        size = block.get("bytes")
+        text = f"{short_bytes(size)} " if size else ""
+        text += short_seconds(block.get("gpu_s", 0))
+        if block.get("waited_s"):
+            text += f" ({short_seconds(block['waited_s'])} waiting)"
+        return text
+
+    def label(self, line: PayloadLine) -> list[str]:
+        block = _block(line, self.key)
+        if not block.get("count"):
+            return []
+        return [f"⇄{short_count(block['count'])} {self._figures(block)}"]
+
+    def hover(self, line: PayloadLine) -> list[str]:
+        block = _block(line, self.key)
+        if not block.get("count"):
+            return []
+        size = block.get("bytes")
+        row = f"⇄ {plural(block['count'], 'NCCL collective')}"
+        if size is not None:
+            row += f" · {short_bytes(size)}"
+        row += f" · {short_seconds(block.get('gpu_s', 0))} on the GPU"
+        if block.get("waited_s"):
+            row += f", {short_seconds(block['waited_s'])} of it waiting for other ranks"
+        names = ", ".join(
+            f"{top['name']} ×{short_count(top['count'])}" for top in block.get("top") or []
+        )
+        return [row, names] if names else [row]
+
+    def cell(self, line: PayloadLine) -> list[str]:
+        """The waiting on a row of its own: the table's source column stays put."""
+        block = _block(line, self.key)
+        if not block.get("count"):
+            return []
+        size = block.get("bytes")
+        parts = [
+            f"⇄{short_count(block['count'])} {f'{short_bytes(size)} ' if size else ''}"
+            f"{short_seconds(block.get('gpu_s', 0))}"
+        ]
+        if block.get("waited_s"):
+            parts.append(f"⇄ {short_seconds(block['waited_s'])} waiting")
+        return parts
 
 
 def _new_direction() -> dict[str, int]:
@@ -407,11 +524,12 @@ class Syncs(RecordKind):
         return self.label(line)
 
 
-KERNELS, TRANSFERS, MEMSETS, SYNCS = Kernels(), Transfers(), Memsets(), Syncs()
+KERNELS, COLLECTIVES = Kernels(), Collectives()
+TRANSFERS, MEMSETS, SYNCS = Transfers(), Memsets(), Syncs()
 # every kind, in the order people read them (labels, hovers, table columns)
-RECORD_KINDS: tuple[RecordKind, ...] = (KERNELS, TRANSFERS, MEMSETS, SYNCS)
+RECORD_KINDS: tuple[RecordKind, ...] = (KERNELS, COLLECTIVES, TRANSFERS, MEMSETS, SYNCS)
 # the capture's record families the kinds are tallied from (plus `api`, the calls)
-RECORD_FAMILIES = tuple(kind.family for kind in RECORD_KINDS)
+RECORD_FAMILIES = tuple(dict.fromkeys(kind.family for kind in RECORD_KINDS))
 
 
 def kind_counts() -> dict[str, int]:

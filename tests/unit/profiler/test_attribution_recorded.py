@@ -61,7 +61,13 @@ def test_item_every_step_is_one_sync_one_d2h_and_a_gpu001_hint() -> None:
 
 def test_backward_kernels_from_the_autograd_thread_land_on_the_backward_line() -> None:
     payload, lines, source = replay("train_step")
-    assert payload["unattributed"] == {"kernels": 0, "transfers": 0, "syncs": 0, "memsets": 0}
+    assert payload["unattributed"] == {
+        "kernels": 0,
+        "collectives": 0,
+        "transfers": 0,
+        "syncs": 0,
+        "memsets": 0,
+    }
     backward = lines[line_with(source, "# backward")]
     assert backward["kernels"]["count"] > 0
     assert backward["kernels"]["count"] % 20 == 0
@@ -108,7 +114,13 @@ def test_numba_kernel_launches_by_name() -> None:
 
 def test_two_gpus_per_device_figures_and_the_peer_copy() -> None:
     payload, lines, source = replay("two_gpus")
-    assert payload["unattributed"] == {"kernels": 0, "transfers": 0, "syncs": 0, "memsets": 0}
+    assert payload["unattributed"] == {
+        "kernels": 0,
+        "collectives": 0,
+        "transfers": 0,
+        "syncs": 0,
+        "memsets": 0,
+    }
     assert "devices" not in lines[line_with(source, "# gpu0")]  # all of it on GPU 0
     assert lines[line_with(source, "# gpu0")]["kernels"]["count"] == 2
     on_one = lines[line_with(source, "# gpu1")]["devices"]

@@ -34,6 +34,10 @@ SOURCE_STARTS_BY = TEXT_WIDTH - 40
 
 def script_payload(name: str) -> dict[str, Any]:
     fixture = load_fixture(name)
+    if "ranks" in fixture:  # a job of several ranks: each rank's capture, merged
+        from .test_ranks_recorded import merged
+
+        return merged(fixture)
     return build_payload(
         attribute_records(fixture["events"], fixture["records"]),
         source={"path": f"{name}.py", "cell": None, "first_line": 1},

@@ -15,7 +15,7 @@ from gpulens.profiler.report import build_payload
 
 from .conftest import load_fixture
 
-NOTHING = {"kernels": 0, "transfers": 0, "syncs": 0, "memsets": 0}
+NOTHING = {"kernels": 0, "collectives": 0, "transfers": 0, "syncs": 0, "memsets": 0}
 
 
 def replay(

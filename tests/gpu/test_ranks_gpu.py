@@ -1,0 +1,152 @@
+"""Ground truth for `gpulens profile --nproc-per-node 2`, on a machine with two GPUs.
+
+A DDP step on a tiny model whose parameters fit one gradient bucket: each step all-reduces
+every parameter's gradient once, so the backward line's count of all-reduce kernels is the
+number of steps and their bytes the parameters' bytes per step, on each rank. Rank 1 sleeps
+before each step: the report names it the straggler on that line, and rank 0 is the one that
+waits in the all-reduce. With GPULENS_FIXTURE_DIR set, each rank's raw capture is saved there
+(tests/unit/profiler/test_ranks_recorded.py replays it without GPUs).
+"""
+
+from __future__ import annotations
+
+import gzip
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gpulens.profiler.ranks import run_ranks
+from gpulens.profiler.runner import plan_job
+
+
+def _gpu_count() -> int:
+    if importlib.util.find_spec("torch") is None or shutil.which("nvidia-smi") is None:
+        return 0
+    listed = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, check=False)
+    return sum(1 for row in listed.stdout.splitlines() if row.startswith("GPU "))
+
+
+GPUS = _gpu_count()
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(GPUS < 2, reason=f"needs 2 GPUs with torch; this machine has {GPUS}"),
+]
+
+STEPS = 20
+SLEEP_S = 0.02
+DDP_STEP = textwrap.dedent(
+    f"""
+    import os
+    import time
+    import torch
+    import torch.distributed as dist
+
+    rank = int(os.environ["RANK"])
+    torch.cuda.set_device(rank)
+    dist.init_process_group("nccl", device_id=torch.device("cuda", rank))
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(
+        torch.nn.Linear(64, 128), torch.nn.ReLU(), torch.nn.Linear(128, 10)
+    ).cuda()
+    PARAM_BYTES = sum(p.numel() * p.element_size() for p in model.parameters())
+    ddp = torch.nn.parallel.DistributedDataParallel(model, device_ids=[rank], bucket_cap_mb=1000)
+    opt = torch.optim.SGD(ddp.parameters(), lr=0.1)
+    x = torch.randn(32, 64, device="cuda")
+    y = torch.randint(0, 10, (32,), device="cuda")
+    loss = torch.nn.functional.cross_entropy(ddp(x), y)  # a first step: DDP's own setup
+    loss.backward()
+    torch.cuda.synchronize()
+    # %%
+    for step in range({STEPS}):
+        if rank == 1:
+            time.sleep({SLEEP_S})  # slow
+        loss = torch.nn.functional.cross_entropy(ddp(x), y)  # forward
+        loss.backward()  # backward
+        opt.step()
+        opt.zero_grad()
+        total = loss.item()  # item
+    torch.cuda.synchronize()
+    """
+).lstrip("\n")
+# 64*128 + 128 + 128*10 + 10 float32 parameters
+PARAM_BYTES = (64 * 128 + 128 + 128 * 10 + 10) * 4
+
+
+def line_of(marker: str) -> int:
+    return next(i for i, text in enumerate(DDP_STEP.splitlines(), 1) if marker in text)
+
+
+@pytest.fixture(scope="module")
+def ddp_profile(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    folder = tmp_path_factory.mktemp("ddp")
+    script = folder / "ddp_step.py"
+    script.write_text(DDP_STEP, encoding="utf-8")
+    job = plan_job(str(script), DDP_STEP, cell=1)
+    job["keep_capture"] = True
+    payload = run_ranks(job, 2, sys.executable, 300, cwd=str(folder))
+    print(payload.get("output", "")[-2000:])
+    fixtures = os.environ.get("GPULENS_FIXTURE_DIR")
+    if fixtures:
+        os.makedirs(fixtures, exist_ok=True)
+        fixture = {
+            "name": "ddp_two_ranks",
+            "filename": str(script),
+            "source": DDP_STEP,
+            "cell": job["target"]["cell"],
+            "first_line": job["target"]["first_line"],
+            "steps": STEPS,
+            "param_bytes": PARAM_BYTES,
+            "ranks": payload.get("rank_captures"),
+        }
+        with gzip.open(Path(fixtures) / "ddp_two_ranks.json.gz", "wt", encoding="utf-8") as out:
+            json.dump(fixture, out, separators=(",", ":"))
+    return payload
+
+
+def test_both_ranks_report_on_two_gpus(ddp_profile: dict[str, Any]) -> None:
+    assert ddp_profile["error"] is None, ddp_profile["error"]
+    assert ddp_profile["ranks"]["reported"] == [0, 1]
+    assert ddp_profile["backend"] == "cupti", ddp_profile["warnings"]
+    assert {gpu["index"] for gpu in ddp_profile["gpus"]} == {0, 1}
+
+
+def test_one_all_reduce_per_step_of_the_parameters_bytes(ddp_profile: dict[str, Any]) -> None:
+    lines = {line["line"]: line for line in ddp_profile["lines"]}
+    backward = lines[line_of("# backward")]
+    collectives = backward["collectives"]
+    assert collectives["count"] == 2 * STEPS  # 2 ranks
+    assert all("AllReduce" in top["name"] for top in collectives["top"])
+    assert collectives["bytes"] == 2 * STEPS * PARAM_BYTES
+    assert ddp_profile["unattributed"]["collectives"] == 0
+    for figures in backward["ranks"]:
+        assert figures["hits"] == STEPS
+    # no other line all-reduces (DDP's first steps also broadcast, from the forward line)
+    reducing = [
+        n
+        for n, line in lines.items()
+        if any("AllReduce" in top["name"] for top in (line.get("collectives") or {}).get("top", []))
+    ]
+    assert reducing == [line_of("# backward")]
+
+
+def test_the_sleeping_rank_is_named_the_straggler(ddp_profile: dict[str, Any]) -> None:
+    lines = {line["line"]: line for line in ddp_profile["lines"]}
+    slow = lines[line_of("# slow")]
+    hint = next(h for h in slow["hints"] if h["code"] == "straggler")
+    assert hint["message"].startswith("rank 1 is the straggler")
+    assert slow["spread"]["slowest_rank"] == 1
+    assert "rank 1 slowest" in slow["label"]
+    # rank 0 waits for it in the all-reduce, and that wait is not taken for work
+    backward = lines[line_of("# backward")]
+    waited = {f["rank"]: f["waited_s"] for f in backward["ranks"]}
+    assert waited[0] > 0.5 * STEPS * SLEEP_S > waited[1]
+    assert not any(h["code"] == "straggler" for h in backward["hints"])
+    assert "waiting" in backward["label"]
