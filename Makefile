@@ -37,6 +37,7 @@ demo: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check server tests benchmarks scripts
 	$(BIN)/ruff format --check server tests benchmarks scripts
+	$(BIN)/mypy
 
 test-python: lint
 	$(BIN)/python -m pytest -m "not gpu"

@@ -95,7 +95,7 @@ def _positive_number(value: object, what: str) -> float:
 def plain(value: object) -> object:
     """JSON-like data as dicts and lists (pygls may hand over namedtuples for JSON objects)."""
     if hasattr(value, "_asdict"):
-        return {k: plain(v) for k, v in value._asdict().items()}  # type: ignore[attr-defined]
+        return {k: plain(v) for k, v in value._asdict().items()}
     if isinstance(value, Mapping):
         return {k: plain(v) for k, v in value.items()}
     if isinstance(value, list | tuple):

@@ -81,11 +81,11 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
         code,
         namespace,
         job.get("backend", "auto"),
-        after_cell=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
+        after_cell=_ignore_sigint,
     )
     wall = time.perf_counter() - started
     attributed = attribute_records(capture.timeline, capture.records)
-    timings = dict(capture.timings)
+    timings: dict[str, float | None] = dict(capture.timings)
     timings["attribute_s"] = time.perf_counter() - started - wall
     timings["peak_rss_bytes"] = peak_rss_bytes()
     return build_payload(
@@ -100,6 +100,10 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
         timings=timings,
         time=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
     )
+
+
+def _ignore_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def peak_rss_bytes() -> int | None:
@@ -120,7 +124,8 @@ def read_job(fd: int) -> dict[str, Any]:
         if not chunk:
             raise SystemExit("gpulens: the runner closed the job stream before sending a job")
         data += chunk
-    return json.loads(data)
+    job: dict[str, Any] = json.loads(data)
+    return job
 
 
 def watch_runner(fd: int) -> None:
