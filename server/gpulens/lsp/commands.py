@@ -7,8 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from pygls.exceptions import JsonRpcInvalidParams
 
-from gpulens.analysis.config import ConfigError
-from gpulens.lsp.settings import validate_device
+from gpulens.analysis.config import ConfigError, parse_device
 
 if TYPE_CHECKING:
     from gpulens.lsp.server import GpulensServer
@@ -25,7 +24,7 @@ def device_argument(arguments: tuple[object, ...]) -> str:
     (argument,) = arguments
     value = argument.get("device") if isinstance(argument, Mapping) else argument
     try:
-        return validate_device(value)
+        return parse_device(value)
     except ConfigError as error:
         raise JsonRpcInvalidParams(f"{SELECT_DEVICE}: {error}") from None
 
