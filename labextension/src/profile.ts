@@ -26,7 +26,7 @@ async function loadExtension(sessionContext: ISessionContext): Promise<string | 
     code: LOAD_EXTENSION,
     silent: true,
     store_history: false,
-    stop_on_error: false
+    stop_on_error: false,
   });
   const reply = (await future.done) as KernelMessage.IExecuteReplyMsg;
   if (reply.content.status === 'ok') {
@@ -62,7 +62,11 @@ export function drawCellProfile(cell: CodeCell, renderMarkdown: MarkdownRenderer
     return false;
   }
   const source = cell.model.sharedModel.getSource();
-  showCosts(editor.editor, lines ? marksFor(lines, startsWithMagicLine(source)) : [], renderMarkdown);
+  showCosts(
+    editor.editor,
+    lines ? marksFor(lines, startsWithMagicLine(source)) : [],
+    renderMarkdown,
+  );
   return lines !== null;
 }
 
@@ -70,7 +74,11 @@ export function drawCellProfile(cell: CodeCell, renderMarkdown: MarkdownRenderer
  * Runs `cell` as a normal run would (outputs cleared, prompt shows `[*]`, then the new
  * execution count), with `%%gpulens` as the first line of the code sent, not of the source.
  */
-export async function profileCell(panel: NotebookPanel, cell: CodeCell, renderMarkdown: MarkdownRenderer): Promise<void> {
+export async function profileCell(
+  panel: NotebookPanel,
+  cell: CodeCell,
+  renderMarkdown: MarkdownRenderer,
+): Promise<void> {
   const sessionContext = panel.sessionContext;
   const source = cell.model.sharedModel.getSource();
   if (!source.trim()) {
@@ -89,13 +97,10 @@ export async function profileCell(panel: NotebookPanel, cell: CodeCell, renderMa
   const code = startsWithMagicLine(source) ? source : `%%gpulens --cell ${place}\n${source}`;
   const model = cell.model;
   showCosts((cell.editor as CodeMirrorEditor).editor, [], renderMarkdown);
-  model.sharedModel.transact(
-    () => {
-      model.clearExecution();
-      cell.outputHidden = false;
-    },
-    false
-  );
+  model.sharedModel.transact(() => {
+    model.clearExecution();
+    cell.outputHidden = false;
+  }, false);
   model.executionState = 'running';
   model.trusted = true;
   try {

@@ -9,8 +9,11 @@ export type Json = any;
 
 /** Every payload of a kind, by name: `status-h200x2`, `profile-train_step`, … */
 export function payloads(kind: 'status' | 'profile'): Array<[string, Json]> {
-  const index = JSON.parse(readFileSync(join(PAYLOADS, 'index.json'), 'utf8')) as Record<string, string[]>;
-  return (index[kind] ?? []).map(name => [name, payload(name)]);
+  const index = JSON.parse(readFileSync(join(PAYLOADS, 'index.json'), 'utf8')) as Record<
+    string,
+    string[]
+  >;
+  return (index[kind] ?? []).map((name) => [name, payload(name)]);
 }
 
 export function payload(name: string): Json {

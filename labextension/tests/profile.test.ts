@@ -9,8 +9,13 @@ describe('every profile payload the server makes, as the lab draws it', () => {
 
   it('has recorded GPU captures, notebook payloads, a host run and failed runs', () => {
     const names = all.map(([name]) => name);
-    expect(names.filter(name => name.startsWith('profile-recorded-')).length).toBeGreaterThan(0);
-    for (const name of ['profile-notebook-train_step', 'profile-host', 'profile-synthetic', 'profile-failed-Timeout']) {
+    expect(names.filter((name) => name.startsWith('profile-recorded-')).length).toBeGreaterThan(0);
+    for (const name of [
+      'profile-notebook-train_step',
+      'profile-host',
+      'profile-synthetic',
+      'profile-failed-Timeout',
+    ]) {
       expect(names).toContain(name);
     }
   });
@@ -23,8 +28,8 @@ describe('every profile payload the server makes, as the lab draws it', () => {
         hits: line.hits,
         heat: line.heat,
         label: line.label,
-        hover: line.hover
-      }))
+        hover: line.hover,
+      })),
     );
   });
 });
@@ -35,8 +40,8 @@ describe('reading', () => {
   it('maps payload lines to editor lines, with and without a %%gpulens line in the source', () => {
     expect(editorLine(2, false)).toBe(1);
     expect(editorLine(2, true)).toBe(2);
-    expect(marksFor(parseProfile(notebook)!, false).map(mark => mark.line)).toEqual(
-      notebook.lines.map((line: Json) => line.line - 1)
+    expect(marksFor(parseProfile(notebook)!, false).map((mark) => mark.line)).toEqual(
+      notebook.lines.map((line: Json) => line.line - 1),
     );
     expect(startsWithMagicLine('%%gpulens --backend host\nx = 1')).toBe(true);
     expect(startsWithMagicLine('x = 1\n%%gpulens')).toBe(false);
@@ -47,11 +52,16 @@ describe('reading', () => {
     const lines = parseProfile({
       ...notebook,
       more: true,
-      lines: [{ ...notebook.lines[0], brand_new: { x: 1 }, heat: 7 }, { label: 'no line' }, 'not a line', { line: 3, label: 4 }]
+      lines: [
+        { ...notebook.lines[0], brand_new: { x: 1 }, heat: 7 },
+        { label: 'no line' },
+        'not a line',
+        { line: 3, label: 4 },
+      ],
     })!;
-    expect(lines.map(line => [line.line, line.label, line.heat])).toEqual([
+    expect(lines.map((line) => [line.line, line.label, line.heat])).toEqual([
       [notebook.lines[0].line, notebook.lines[0].label, 1],
-      [3, '', 0]
+      [3, '', 0],
     ]);
   });
 

@@ -8,12 +8,18 @@ describe('every status payload the server makes, as the lab draws it', () => {
 
   it('has the machines and cases the lab must draw', () => {
     const names = all.map(([name]) => name);
-    for (const name of ['status-cpu-only', 'status-h200x2', 'status-h200x2-hidden', 'status-lost', 'status-pending']) {
+    for (const name of [
+      'status-cpu-only',
+      'status-h200x2',
+      'status-h200x2-hidden',
+      'status-lost',
+      'status-pending',
+    ]) {
       expect(names).toContain(name);
     }
   });
 
-  it.each(all)('%s: the item and every line of its popup are the server\'s', (_name, raw: Json) => {
+  it.each(all)("%s: the item and every line of its popup are the server's", (_name, raw: Json) => {
     const view = parseStatus(raw)!;
     const display = raw.display;
     expect([view.text, view.title, view.heading, view.reason, view.facts]).toEqual([
@@ -21,7 +27,7 @@ describe('every status payload the server makes, as the lab draws it', () => {
       display.title,
       display.heading,
       display.reason,
-      display.facts
+      display.facts,
     ]);
     expect(view.gpus).toEqual(
       display.gpus.map((gpu: Json) => ({
@@ -29,20 +35,26 @@ describe('every status payload the server makes, as the lab draws it', () => {
         heading: gpu.heading,
         line: gpu.line,
         processes: gpu.processes,
-        processesNote: gpu.processes_note
-      }))
+        processesNote: gpu.processes_note,
+      })),
     );
     expect(view.history).toEqual(display.history);
-    expect([view.frameworksHeading, view.frameworks]).toEqual([display.frameworks.heading, display.frameworks.lines]);
+    expect([view.frameworksHeading, view.frameworks]).toEqual([
+      display.frameworks.heading,
+      display.frameworks.lines,
+    ]);
   });
 
-  it.each(all)('%s: the charts sample each GPU\'s numbers', (_name, raw: Json) => {
+  it.each(all)("%s: the charts sample each GPU's numbers", (_name, raw: Json) => {
     const view = parseStatus(raw)!;
     expect([...view.samples.keys()]).toEqual(raw.gpus.map((gpu: Json) => gpu.index));
     for (const gpu of raw.gpus) {
       const sample = view.samples.get(gpu.index)!;
       expect(sample.utilization).toBe(gpu.utilization_pct ?? 0);
-      expect(sample.memory).toBeCloseTo((100 * (gpu.memory_used_bytes ?? 0)) / gpu.memory_total_bytes, 9);
+      expect(sample.memory).toBeCloseTo(
+        (100 * (gpu.memory_used_bytes ?? 0)) / gpu.memory_total_bytes,
+        9,
+      );
     }
   });
 });
@@ -65,7 +77,9 @@ describe('reading', () => {
 
   it('explains route errors instead of going blank', () => {
     expect(explainStatusError(404).text).toMatch(/server extension missing/);
-    expect(explainStatusError(404).title).toMatch(/jupyter server extension enable gpulens.jupyter/);
+    expect(explainStatusError(404).title).toMatch(
+      /jupyter server extension enable gpulens.jupyter/,
+    );
     expect(explainStatusError(403).text).toMatch(/not authorized/);
     expect(explainStatusError(null).text).toMatch(/unreachable/);
     expect(explainStatusError(500).text).toMatch(/500/);

@@ -9,7 +9,10 @@ export type Json = any;
 
 /** Every payload of a kind, by name: `status-h200x2`, `profile-train_step`, … */
 export function payloads(kind: 'status' | 'profile'): Array<[string, Json]> {
-  const index = JSON.parse(readFileSync(join(PAYLOADS, 'index.json'), 'utf8')) as Record<string, string[]>;
+  const index = JSON.parse(readFileSync(join(PAYLOADS, 'index.json'), 'utf8')) as Record<
+    string,
+    string[]
+  >;
   return index[kind].map((name) => [name, payload(name)]);
 }
 

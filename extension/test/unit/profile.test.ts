@@ -1,5 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { HEAT_LEVELS, editorLine, heatAlpha, heatLevel, lineMarks, parseProfile, type Profile } from '../../src/core/profile';
+import {
+  HEAT_LEVELS,
+  editorLine,
+  heatAlpha,
+  heatLevel,
+  lineMarks,
+  parseProfile,
+  type Profile,
+} from '../../src/core/profile';
 import { payload, payloads, type Json } from './payloads';
 
 function parsed(raw: unknown): Profile {
@@ -14,7 +22,12 @@ describe('every profile payload the server makes, as the editor draws it', () =>
   it('has recorded GPU captures, notebook payloads, a host run and failed runs', () => {
     const names = all.map(([name]) => name);
     expect(names.filter((n) => n.startsWith('profile-recorded-')).length).toBeGreaterThan(0);
-    for (const name of ['profile-train_step', 'profile-notebook-train_step', 'profile-host', 'profile-failed-Timeout']) {
+    for (const name of [
+      'profile-train_step',
+      'profile-notebook-train_step',
+      'profile-host',
+      'profile-failed-Timeout',
+    ]) {
       expect(names).toContain(name);
     }
   });
@@ -27,7 +40,7 @@ describe('every profile payload the server makes, as the editor draws it', () =>
     for (const mark of marks) expect(mark.level).toBe(heatLevel(mark.heat));
   });
 
-  it.each(all)('%s: the run\'s words and table as the server wrote them', (_name, raw: Json) => {
+  it.each(all)("%s: the run's words and table as the server wrote them", (_name, raw: Json) => {
     const profile = parsed(raw);
     const display = raw.display;
     expect(profile.header).toBe(display.header);
@@ -51,9 +64,17 @@ describe('drawing', () => {
   });
 
   it('has a heat scale from none to strong, and any heat is visible', () => {
-    expect([0, Number.NaN, 0.0001, 0.5, 1, 3].map(heatLevel)).toEqual([0, 0, 1, HEAT_LEVELS / 2, HEAT_LEVELS, HEAT_LEVELS]);
+    expect([0, Number.NaN, 0.0001, 0.5, 1, 3].map(heatLevel)).toEqual([
+      0,
+      0,
+      1,
+      HEAT_LEVELS / 2,
+      HEAT_LEVELS,
+      HEAT_LEVELS,
+    ]);
     expect(heatAlpha(0)).toBe(0);
-    for (let level = 1; level < HEAT_LEVELS; level += 1) expect(heatAlpha(level + 1)).toBeGreaterThan(heatAlpha(level));
+    for (let level = 1; level < HEAT_LEVELS; level += 1)
+      expect(heatAlpha(level + 1)).toBeGreaterThan(heatAlpha(level));
     expect(heatAlpha(HEAT_LEVELS)).toBeLessThanOrEqual(0.5);
   });
 
@@ -71,7 +92,11 @@ describe('parsing', () => {
   const train = payload('profile-train_step');
 
   it('ignores fields it does not know and drops lines without a number', () => {
-    const raw = { ...train, brand_new: 1, lines: [{ ...train.lines[0], extra: {} }, { label: 'no line' }, 'junk'] };
+    const raw = {
+      ...train,
+      brand_new: 1,
+      lines: [{ ...train.lines[0], extra: {} }, { label: 'no line' }, 'junk'],
+    };
     expect(parsed(raw).lines).toHaveLength(1);
   });
 
