@@ -27,7 +27,7 @@ export const STATUS_METHOD = 'gpulens/status';
 export type ServerState =
   | { kind: 'starting'; python?: string }
   | { kind: 'running'; python: string; version: string }
-  | { kind: 'restarting'; python: string; inMs: number }
+  | { kind: 'restarting'; python: string }
   | { kind: 'unavailable'; python: string; message: string };
 
 export class ServerSupervisor implements vscode.Disposable {
@@ -209,13 +209,14 @@ export class ServerSupervisor implements vscode.Disposable {
     this.clientChanged.fire(undefined);
     this.attempt = nextAttempt(this.attempt, Date.now() - this.startedAt);
     const inMs = restartDelayMs(this.attempt - 1);
-    traceWarn(`language server stopped; restarting in ${Math.round(inMs / 1000)} s`);
-    this.setState({ kind: 'restarting', python, inMs });
+    // no figure of our own in what a user reads: the wait grows with each stop in a row
+    traceWarn(`language server stopped; restart number ${String(this.attempt)} in a row`);
+    this.setState({ kind: 'restarting', python });
     if (!this.warnedCrash) {
       this.warnedCrash = true;
       void vscode.window
         .showWarningMessage(
-          `The gpulens language server stopped; it restarts in ${Math.round(inMs / 1000)} s. The log says why.`,
+          'The gpulens language server stopped; it restarts on its own. The log says why.',
           'Show Log',
         )
         .then((choice) => choice && logChannel().show());

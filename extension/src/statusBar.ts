@@ -70,7 +70,8 @@ export class GpuStatusBar implements vscode.Disposable {
     }
     if (state.kind === 'restarting') {
       this.item.text = '$(sync~spin) gpulens';
-      this.item.tooltip = `The gpulens language server stopped; restarting in ${Math.round(state.inMs / 1000)} s (see the gpulens log).`;
+      this.item.tooltip =
+        'The gpulens language server stopped; it restarts on its own (see the gpulens log).';
       this.item.backgroundColor = new vscode.ThemeColor('statusBarItem.warningBackground');
       return;
     }

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 
 import { marksFor } from '../src/decorations';
 import { editorLine, parseProfile, startsWithMagicLine } from '../src/payloads';
-import { payload, payloads, type Json } from './payloads';
+import { fields, payload, payloads, withValue, type Json } from './payloads';
 
 describe('every profile payload the server makes, as the lab draws it', () => {
   const all = payloads('profile');
@@ -31,6 +31,32 @@ describe('every profile payload the server makes, as the lab draws it', () => {
         hover: line.hover,
       })),
     );
+  });
+});
+
+/** The run's words and table: the cell's output shows them, as the HTML and text the magic
+ * displays beside the payload (Python renders both from the same display block). */
+const CELL_OUTPUT_FIELDS = ['display'];
+
+describe('every field the server writes for drawing is drawn, or left to the cell output', () => {
+  const drawn = fields('profile').filter(
+    ([, all]) => !CELL_OUTPUT_FIELDS.includes(String(all[0]!.path[0])),
+  );
+
+  it('draws something at the lines', () => {
+    expect(drawn.map(([name]) => name)).toContain('lines.[].label');
+  });
+
+  it.each(drawn)('%s', (_name, all) => {
+    for (const field of all) {
+      const raw = payload(field.payload);
+      const draw = (data: Json): string => JSON.stringify(marksFor(parseProfile(data)!, true));
+      const changes = field.values.map((value) => draw(withValue(raw, field.path, value)));
+      expect(
+        changes.some((after) => after !== draw(raw)),
+        field.payload,
+      ).toBe(true);
+    }
   });
 });
 

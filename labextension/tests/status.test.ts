@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 
 import { explainStatusError, History, parseStatus, sparklinePoints } from '../src/payloads';
-import { payload, payloads, type Json } from './payloads';
+import { fields, payload, payloads, withValue, type Json } from './payloads';
 
 describe('every status payload the server makes, as the lab draws it', () => {
   const all = payloads('status');
@@ -56,6 +56,40 @@ describe('every status payload the server makes, as the lab draws it', () => {
         9,
       );
     }
+  });
+});
+
+/** Fields of the display block that VS Code's status bar item draws: its codicon, its warning
+ * colour, its Markdown tooltip and its device picker; the lab's popup shows the same facts
+ * as lines. */
+const VSCODE_ITEM_FIELDS = ['icon', 'warning', 'tooltip', 'devices'];
+
+/** What the status item and its popup show of a payload (the charts' samples are the
+ * payload's figures, not its display block). */
+function drawing(raw: Json): string {
+  const view = parseStatus(raw)!;
+  return JSON.stringify({ ...view, samples: [...view.samples] });
+}
+
+describe('every display field the server writes is drawn, or left to VS Code by name', () => {
+  const drawn = fields('status').filter(
+    ([, all]) => !VSCODE_ITEM_FIELDS.includes(String(all[0]!.path[1])),
+  );
+
+  it.each(drawn)('%s', (_name, all) => {
+    for (const field of all) {
+      const raw = payload(field.payload);
+      const changes = field.values.map((value) => drawing(withValue(raw, field.path, value)));
+      expect(
+        changes.some((after) => after !== drawing(raw)),
+        field.payload,
+      ).toBe(true);
+    }
+  });
+
+  it('knows each field it leaves to VS Code', () => {
+    const names = new Set(fields('status').map(([, all]) => String(all[0]!.path[1])));
+    for (const name of VSCODE_ITEM_FIELDS) expect(names).toContain(name);
   });
 });
 

@@ -19,3 +19,34 @@ export function payloads(kind: 'status' | 'profile'): Array<[string, Json]> {
 export function payload(name: string): Json {
   return JSON.parse(readFileSync(join(PAYLOADS, `${name}.json`), 'utf8'));
 }
+
+/** A field a client may draw: its place in a payload, and other values it can take. */
+export interface Field {
+  payload: string;
+  path: (string | number)[];
+  values: unknown[];
+}
+
+/** The fields of a kind's payloads that the Python side lists as drawn, grouped by name
+ * (`display.gpus.[].heading`); see scripts/client_payloads.py. */
+export function fields(kind: 'status' | 'profile'): [string, Field[]][] {
+  const all = JSON.parse(readFileSync(join(PAYLOADS, 'fields.json'), 'utf8')) as Record<
+    string,
+    Field[]
+  >;
+  const byName = new Map<string, Field[]>();
+  for (const field of all[kind] ?? []) {
+    const name = field.path.map((key) => (typeof key === 'number' ? '[]' : key)).join('.');
+    byName.set(name, [...(byName.get(name) ?? []), field]);
+  }
+  return [...byName.entries()];
+}
+
+/** A copy of the payload `raw` with the field at `path` set to `value`. */
+export function withValue(raw: Json, path: (string | number)[], value: unknown): Json {
+  const copy = structuredClone(raw);
+  let at = copy;
+  for (const key of path.slice(0, -1)) at = at[key];
+  at[path[path.length - 1]!] = value;
+  return copy;
+}

@@ -8,7 +8,7 @@ import {
   parseProfile,
   type Profile,
 } from '../../src/core/profile';
-import { payload, payloads, type Json } from './payloads';
+import { fields, payload, payloads, withValue, type Json } from './payloads';
 
 function parsed(raw: unknown): Profile {
   const result = parseProfile(raw);
@@ -52,6 +52,25 @@ describe('every profile payload the server makes, as the editor draws it', () =>
     expect(profile.columns).toEqual(display.table.columns);
     expect(profile.rows).toEqual(display.table.rows);
     expect(profile.legend).toBe(display.table.legend);
+  });
+});
+
+/** Everything the editor shows of a payload: the marks at its lines, the run's words, its table. */
+function drawing(raw: Json): string {
+  const profile = parsed(raw);
+  return JSON.stringify([profile, lineMarks(profile, 0, Number.MAX_SAFE_INTEGER)]);
+}
+
+describe('every field the server writes for drawing is drawn', () => {
+  it.each(fields('profile'))('%s', (_name, all) => {
+    for (const field of all) {
+      const raw = payload(field.payload);
+      const changes = field.values.map((value) => drawing(withValue(raw, field.path, value)));
+      expect(
+        changes.some((after) => after !== drawing(raw)),
+        field.payload,
+      ).toBe(true);
+    }
   });
 });
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { drawStatusBar, parseStatus, statusFor, type DeviceStatus } from '../../src/core/status';
-import { payload, payloads, type Json } from './payloads';
+import { fields, payload, payloads, withValue, type Json } from './payloads';
 
 function parsed(raw: unknown): DeviceStatus {
   const result = parseStatus(raw);
@@ -51,6 +51,39 @@ describe('every status payload the server makes, as the status bar draws it', ()
     for (const choice of raw.display.devices) {
       expect(drawStatusBar(status, choice.device).text.endsWith(` ${choice.text}`)).toBe(true);
     }
+  });
+});
+
+/** Fields of the display block that JupyterLab's status popup draws as lines; the status
+ * bar's tooltip says the same in Markdown. */
+const LAB_POPUP_FIELDS = ['title', 'reason', 'heading', 'facts', 'gpus', 'history', 'frameworks'];
+
+/** Everything the status bar shows of a payload: its item for each device, the device picker. */
+function drawing(raw: Json): string {
+  const status = parsed(raw);
+  const bars = status.devices.map((choice) => drawStatusBar(status, choice.device));
+  return JSON.stringify([status, drawStatusBar(status), bars]);
+}
+
+describe('every display field the server writes is drawn, or left to JupyterLab by name', () => {
+  const drawn = fields('status').filter(
+    ([, all]) => !LAB_POPUP_FIELDS.includes(String(all[0]!.path[1])),
+  );
+
+  it.each(drawn)('%s', (_name, all) => {
+    for (const field of all) {
+      const raw = payload(field.payload);
+      const changes = field.values.map((value) => drawing(withValue(raw, field.path, value)));
+      expect(
+        changes.some((after) => after !== drawing(raw)),
+        field.payload,
+      ).toBe(true);
+    }
+  });
+
+  it('knows each field it leaves to JupyterLab', () => {
+    const names = new Set(fields('status').map(([, all]) => String(all[0]!.path[1])));
+    for (const name of LAB_POPUP_FIELDS) expect(names).toContain(name);
   });
 });
 
