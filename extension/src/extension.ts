@@ -22,7 +22,7 @@ let server: ServerSupervisor | undefined;
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
   context.subscriptions.push(createLogChannel());
   traceInfo(
-    `gpulens ${String(context.extension.packageJSON.version)} activating (workspace trusted: ${vscode.workspace.isTrusted})`,
+    `gpulens ${(context.extension.packageJSON as { version: string }).version} activating (workspace trusted: ${String(vscode.workspace.isTrusted)})`,
   );
 
   // the server's own profile command and lenses run through the client's profiler (progress, trust)
@@ -33,7 +33,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       if (routed) return vscode.commands.executeCommand(PROFILE_AT_COMMAND, ...routed);
       const cleared = clearedDocument(command, args);
       if (cleared) view.clear(vscode.Uri.parse(cleared));
-      return next(command, args);
+      const result: unknown = next(command, args);
+      return result;
     },
     // "Profile cell" above each `# %%` cell, unless `gpulens.profile.codeLens` is off
     provideCodeLenses: (document, token, next) =>
@@ -50,7 +51,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand('gpulens.restartServer', () =>
       server?.restart('asked from the command palette'),
     ),
-    vscode.commands.registerCommand('gpulens.showLog', () => logChannel().show()),
+    vscode.commands.registerCommand('gpulens.showLog', () => {
+      logChannel().show();
+    }),
     vscode.workspace.onDidChangeConfiguration((event) => {
       if (affectsServer(event)) void server?.restart('gpulens.python changed');
       if (event.affectsConfiguration('gpulens.profile.codeLens')) refreshCodeLenses();

@@ -28,6 +28,6 @@ export function traceError(message: string, error?: unknown): void {
       ? `: ${error.stack ?? error.message}`
       : error === undefined
         ? ''
-        : `: ${String(error)}`;
+        : `: ${typeof error === 'string' ? error : JSON.stringify(error)}`;
   channel?.error(`${message}${detail}`);
 }

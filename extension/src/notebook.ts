@@ -31,12 +31,14 @@ interface JupyterApi {
   kernels?: { getKernel(uri: vscode.Uri): Thenable<Kernel | undefined> };
 }
 
-function items(output: { items: KernelOutputItem[] } | KernelOutputItem[]): KernelOutputItem[] {
+// another extension's objects: typed as they may come, not as they should
+function items(output: { items?: KernelOutputItem[] } | KernelOutputItem[]): KernelOutputItem[] {
   return Array.isArray(output) ? output : (output.items ?? []);
 }
 
 async function kernelFor(notebook: vscode.NotebookDocument): Promise<Kernel | string> {
-  const extension = vscode.extensions.getExtension<JupyterApi>(JUPYTER_EXTENSION_ID);
+  // an extension may export nothing at all
+  const extension = vscode.extensions.getExtension<JupyterApi | undefined>(JUPYTER_EXTENSION_ID);
   if (!extension)
     return 'profiling a notebook cell needs the Jupyter extension (ms-toolsai.jupyter).';
   const api = extension.isActive ? extension.exports : await extension.activate();

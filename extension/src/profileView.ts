@@ -39,9 +39,11 @@ export class ProfileView implements vscode.Disposable {
     }
     this.subscriptions.push(
       ...this.heat,
-      vscode.window.onDidChangeVisibleTextEditors((editors) =>
-        editors.forEach((e) => this.render(e)),
-      ),
+      vscode.window.onDidChangeVisibleTextEditors((editors) => {
+        editors.forEach((e) => {
+          this.render(e);
+        });
+      }),
       vscode.workspace.onDidChangeTextDocument((event) => {
         // the numbers belong to the code as it ran; an edit makes them point at other lines
         if (event.contentChanges.length > 0 && this.results.has(event.document.uri.toString())) {
@@ -109,7 +111,9 @@ export class ProfileView implements vscode.Disposable {
         byLevel[mark.level].push(decoration);
       }
     }
-    this.heat.forEach((type, level) => editor.setDecorations(type, byLevel[level]));
+    this.heat.forEach((type, level) => {
+      editor.setDecorations(type, byLevel[level]);
+    });
   }
 
   dispose(): void {

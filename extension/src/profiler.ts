@@ -88,7 +88,8 @@ export class CellProfiler implements vscode.Disposable {
     const cellNumber = starts.filter((start) => start <= line).length;
     const label = cellNumber > 0 ? `cell ${cellNumber}` : 'the preamble';
     this.running.add(key);
-    let cancelled = false;
+    // set from the cancellation callback, which flow analysis does not follow
+    const cancel = { requested: false };
     try {
       const raw = await vscode.window.withProgress(
         {
@@ -98,7 +99,7 @@ export class CellProfiler implements vscode.Disposable {
         },
         (_progress, token) => {
           token.onCancellationRequested(() => {
-            cancelled = true;
+            cancel.requested = true;
           });
           return this.server.executeServerCommand(
             SERVER_PROFILE_COMMAND,
@@ -117,7 +118,7 @@ export class CellProfiler implements vscode.Disposable {
       if (profile.lines.length > 0)
         vscode.window.setStatusBarMessage(`$(pulse) ${profile.summary}`, 8_000);
     } catch (error) {
-      if (cancelled || error instanceof vscode.CancellationError) {
+      if (cancel.requested || error instanceof vscode.CancellationError) {
         traceInfo(`profile of ${label} cancelled`);
         return;
       }

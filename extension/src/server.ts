@@ -186,10 +186,12 @@ export class ServerSupervisor implements vscode.Disposable {
       },
     };
     // the error handler above reads `client`: it names this start's client, not a later one
-    // eslint-disable-next-line prefer-const
+
     client = new LanguageClient('gpulens', 'gpulens', serverOptions, clientOptions);
     this.client = client;
-    client.onNotification(STATUS_METHOD, (payload: unknown) => this.statusReceived.fire(payload));
+    client.onNotification(STATUS_METHOD, (payload: unknown) => {
+      this.statusReceived.fire(payload);
+    });
     try {
       this.startedAt = Date.now();
       await client.start();
@@ -219,7 +221,9 @@ export class ServerSupervisor implements vscode.Disposable {
           'The gpulens language server stopped; it restarts on its own. The log says why.',
           'Show Log',
         )
-        .then((choice) => choice && logChannel().show());
+        .then((choice) => {
+          if (choice) logChannel().show();
+        });
     }
     clearTimeout(this.restartTimer);
     this.restartTimer = setTimeout(() => {

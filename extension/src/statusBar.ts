@@ -32,7 +32,9 @@ export class GpuStatusBar implements vscode.Disposable {
     this.serverState = server.currentState;
     this.subscriptions.push(
       this.item,
-      server.onStatus((payload) => this.onPayload(payload)),
+      server.onStatus((payload) => {
+        this.onPayload(payload);
+      }),
       server.onDidChangeState((state) => {
         this.serverState = state;
         this.render();

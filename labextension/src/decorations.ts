@@ -65,7 +65,9 @@ class CostWidget extends WidgetType {
         hover.style.top = `${box.bottom + 2}px`;
       });
     });
-    node.addEventListener('mouseleave', () => hover.remove());
+    node.addEventListener('mouseleave', () => {
+      hover.remove();
+    });
     this.hover = hover;
     return node;
   }

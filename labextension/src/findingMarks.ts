@@ -76,7 +76,9 @@ class BulbWidget extends WidgetType {
     bulb.dataset.line = String(this.line);
     bulb.title = this.options.bulbTitle;
     bulb.append(bulbIcon());
-    bulb.addEventListener('mousedown', (event) => event.preventDefault());
+    bulb.addEventListener('mousedown', (event) => {
+      event.preventDefault();
+    });
     bulb.addEventListener('click', (event) => {
       event.preventDefault();
       event.stopPropagation();

@@ -27,6 +27,7 @@ import {
   parseAnswer,
 } from './actions';
 import { type FindingMark, type MarkOptions, showFindings } from './findingMarks';
+import { isCodeCell } from './profile';
 
 export const FIX_COMMAND = 'gpulens:apply-fix';
 export const FIX_ALL_COMMAND = 'gpulens:fix-all-in-notebook';
@@ -106,9 +107,7 @@ class NotebookAnalysis {
   }
 
   codeCells(): CodeCell[] {
-    return this.panel.content.widgets.filter(
-      (cell): cell is CodeCell => cell.model.type === 'code',
-    );
+    return this.panel.content.widgets.filter(isCodeCell);
   }
 
   current(): Sent {
@@ -117,6 +116,10 @@ class NotebookAnalysis {
   }
 
   /** Whether the answer is about the cells as they are now. */
+  closed(): boolean {
+    return this.panel.isDisposed;
+  }
+
   isFresh(): boolean {
     if (!this.answer || !this.sent) {
       return false;
@@ -149,7 +152,8 @@ class NotebookAnalysis {
     this.running = true;
     try {
       const reply = await this.request({});
-      if ('answer' in reply && !this.panel.isDisposed) {
+      // the panel may have closed while the request ran
+      if ('answer' in reply && !this.closed()) {
         this.answer = reply.answer;
         this.sent = reply.sent;
         this.draw(this);
@@ -196,14 +200,22 @@ class NotebookAnalysis {
       }
       const shared = model.sharedModel;
       const managers = undoManagers(this.panel, model);
-      managers.forEach((manager) => manager.stopCapturing());
+      managers.forEach((manager) => {
+        manager.stopCapturing();
+      });
       shared.transact(() => {
         applyEdits(
-          { replace: (from, to, insert) => shared.updateSource(from, to, insert) },
+          {
+            replace: (from, to, insert) => {
+              shared.updateSource(from, to, insert);
+            },
+          },
           change.edits,
         );
       });
-      managers.forEach((manager) => manager.stopCapturing());
+      managers.forEach((manager) => {
+        manager.stopCapturing();
+      });
     }
     return true;
   }
@@ -269,7 +281,9 @@ export function registerFixes(app: JupyterFrontEnd, tracker: INotebookTracker): 
       const options: MarkOptions = {
         underline,
         bulbTitle: answer.bulb_title,
-        openFixes: (line, anchor) => openFixes(analysis, index, line, anchor),
+        openFixes: (line, anchor) => {
+          openFixes(analysis, index, line, anchor);
+        },
       };
       showFindings(view, marks, options);
     });
@@ -279,7 +293,9 @@ export function registerFixes(app: JupyterFrontEnd, tracker: INotebookTracker): 
     const analysis = new NotebookAnalysis(panel, settings, draw);
     analyses.set(panel, analysis);
     void panel.context.ready.then(async () => {
-      panel.model?.contentChanged.connect(() => analysis.schedule());
+      panel.model?.contentChanged.connect(() => {
+        analysis.schedule();
+      });
       await panel.revealed;
       await Promise.all(analysis.codeCells().map((cell) => cell.ready));
       await analysis.refresh();

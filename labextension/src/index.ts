@@ -6,14 +6,13 @@
 import type { JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
 import { ICommandPalette } from '@jupyterlab/apputils';
 import { INotebookTracker, NotebookActions } from '@jupyterlab/notebook';
-import type { CodeCell } from '@jupyterlab/cells';
 import { IRenderMimeRegistry, MimeModel } from '@jupyterlab/rendermime';
 import { IStatusBar } from '@jupyterlab/statusbar';
 import { LabIcon } from '@jupyterlab/ui-components';
 
 import { registerFixes } from './fixes';
 import type { MarkdownRenderer } from './decorations';
-import { activeCodeCell, drawCellProfile, profileCell } from './profile';
+import { activeCodeCell, drawCellProfile, isCodeCell, profileCell } from './profile';
 import { GpuStatusItem } from './status';
 
 export const PROFILE_COMMAND = 'gpulens:profile-cell';
@@ -80,16 +79,16 @@ const profilePlugin: JupyterFrontEndPlugin<void> = {
 
     // a cell run with `%%gpulens` typed in it, or a notebook saved with a profile, draws too
     NotebookActions.executed.connect((_, { cell }) => {
-      if (cell.model.type === 'code') {
-        drawCellProfile(cell as CodeCell, renderMarkdown);
+      if (isCodeCell(cell)) {
+        drawCellProfile(cell, renderMarkdown);
       }
     });
     tracker.widgetAdded.connect((_, panel) => {
       void panel.revealed.then(async () => {
         for (const cell of panel.content.widgets) {
-          if (cell.model.type === 'code') {
+          if (isCodeCell(cell)) {
             await cell.ready;
-            drawCellProfile(cell as CodeCell, renderMarkdown);
+            drawCellProfile(cell, renderMarkdown);
           }
         }
       });
@@ -102,7 +101,9 @@ const fixesPlugin: JupyterFrontEndPlugin<void> = {
   description: 'Quick-fixes, "Fix all in notebook" and selection refactors in notebook cells.',
   autoStart: true,
   requires: [INotebookTracker],
-  activate: (app: JupyterFrontEnd, tracker: INotebookTracker) => registerFixes(app, tracker),
+  activate: (app: JupyterFrontEnd, tracker: INotebookTracker) => {
+    registerFixes(app, tracker);
+  },
 };
 
 export default [statusPlugin, profilePlugin, fixesPlugin];

@@ -36,7 +36,7 @@ function objects(value: unknown): Json[] {
 /** `gpulens.status/2`, `gpulens.profile/2.1`, …: the major version this client reads. */
 function readable(data: unknown, kind: 'status' | 'profile'): data is Json {
   return (
-    isObject(data) && new RegExp(`^gpulens\\.${kind}/2(\\.\\d+)*$`).test(String(data.schema ?? ''))
+    isObject(data) && new RegExp(`^gpulens\\.${kind}/2(\\.\\d+)*$`).test(str(data.schema) ?? '')
   );
 }
 
@@ -152,15 +152,21 @@ export function parseProfile(data: unknown): ProfiledLine[] | null {
   if (!readable(data, 'profile')) {
     return null;
   }
-  return objects(data.lines)
-    .filter((line) => num(line.line) !== null)
-    .map((line) => ({
-      line: num(line.line)!,
-      label: str(line.label) ?? '',
-      hover: str(line.hover) ?? '',
-      heat: Math.min(1, Math.max(0, num(line.heat) ?? 0)),
-      hits: num(line.hits) ?? 0,
-    }));
+  return objects(data.lines).flatMap((line) => {
+    const at = num(line.line);
+    if (at === null) {
+      return [];
+    }
+    return [
+      {
+        line: at,
+        label: str(line.label) ?? '',
+        hover: str(line.hover) ?? '',
+        heat: Math.min(1, Math.max(0, num(line.heat) ?? 0)),
+        hits: num(line.hits) ?? 0,
+      },
+    ];
+  });
 }
 
 /**

@@ -5,11 +5,10 @@
 
 import type { ISessionContext } from '@jupyterlab/apputils';
 import { Notification } from '@jupyterlab/apputils';
-import type { CodeCell } from '@jupyterlab/cells';
+import type { Cell, CodeCell } from '@jupyterlab/cells';
 import type { CodeMirrorEditor } from '@jupyterlab/codemirror';
 import type { NotebookPanel } from '@jupyterlab/notebook';
 import { OutputArea } from '@jupyterlab/outputarea';
-import type { KernelMessage } from '@jupyterlab/services';
 
 import { type MarkdownRenderer, marksFor, showCosts } from './decorations';
 import { parseProfile, PROFILE_MIME, type ProfiledLine, startsWithMagicLine } from './payloads';
@@ -28,7 +27,7 @@ async function loadExtension(sessionContext: ISessionContext): Promise<string | 
     store_history: false,
     stop_on_error: false,
   });
-  const reply = (await future.done) as KernelMessage.IExecuteReplyMsg;
+  const reply = await future.done;
   if (reply.content.status === 'ok') {
     return null;
   }
@@ -119,8 +118,13 @@ export async function profileCell(
   }
 }
 
+/** Whether a notebook cell is a code cell (its model says so). */
+export function isCodeCell(cell: Cell): cell is CodeCell {
+  return cell.model.type === 'code';
+}
+
 /** The active code cell of the panel, if any. */
 export function activeCodeCell(panel: NotebookPanel | null): CodeCell | null {
   const cell = panel?.content.activeCell;
-  return cell && cell.model.type === 'code' ? (cell as CodeCell) : null;
+  return cell && isCodeCell(cell) ? cell : null;
 }

@@ -56,7 +56,9 @@ export class GpuStatusItem extends Widget {
     this.addClass('gpulens-status');
     this.node.textContent = 'GPU …';
     this.node.title = 'gpulens: reading the GPU status';
-    this.node.addEventListener('click', () => this.openPopup());
+    this.node.addEventListener('click', () => {
+      this.openPopup();
+    });
     this.poll = new Poll({
       auto: true,
       factory: () => this.refresh(),

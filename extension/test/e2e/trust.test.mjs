@@ -107,6 +107,7 @@ async function problem(page, code, repository) {
   } catch (error) {
     throw new Error(
       `${code} never showed (planted code that ran: ${JSON.stringify(repository.ran())}): ${error.message}`,
+      { cause: error },
     );
   }
 }

@@ -47,6 +47,6 @@ export function withValue(raw: Json, path: (string | number)[], value: unknown):
   const copy = structuredClone(raw);
   let at = copy;
   for (const key of path.slice(0, -1)) at = at[key];
-  at[path[path.length - 1]!] = value;
+  at[path[path.length - 1]] = value;
   return copy;
 }

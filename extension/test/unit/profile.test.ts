@@ -103,7 +103,7 @@ describe('drawing', () => {
     const notebook = parsed(payload('profile-notebook-train_step'));
     const marks = lineMarks(notebook, 1, 3);
     expect(marks.map((m) => m.at)).toEqual([0, 1, 2]);
-    expect(marks[0]!.label).toBe(notebook.lines[0]!.label);
+    expect(marks[0].label).toBe(notebook.lines[0].label);
   });
 });
 

@@ -67,7 +67,7 @@ function drawing(raw: Json): string {
 
 describe('every display field the server writes is drawn, or left to JupyterLab by name', () => {
   const drawn = fields('status').filter(
-    ([, all]) => !LAB_POPUP_FIELDS.includes(String(all[0]!.path[1])),
+    ([, all]) => !LAB_POPUP_FIELDS.includes(String(all[0].path[1])),
   );
 
   it.each(drawn)('%s', (_name, all) => {
@@ -82,7 +82,7 @@ describe('every display field the server writes is drawn, or left to JupyterLab 
   });
 
   it('knows each field it leaves to JupyterLab', () => {
-    const names = new Set(fields('status').map(([, all]) => String(all[0]!.path[1])));
+    const names = new Set(fields('status').map(([, all]) => String(all[0].path[1])));
     for (const name of LAB_POPUP_FIELDS) expect(names).toContain(name);
   });
 });
