@@ -5,6 +5,7 @@
 import js from '@eslint/js';
 import { defineConfig } from 'eslint/config';
 import tseslint from 'typescript-eslint';
+import { sourceRules, testRules } from '../eslint.rules.mjs';
 
 export default defineConfig(
   { ignores: ['out/', 'node_modules/', 'test-fixtures/'] },
@@ -15,27 +16,13 @@ export default defineConfig(
       parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname },
     },
     rules: {
-      // numbers in CSS values and ids; what a user reads comes worded from the server
-      '@typescript-eslint/restrict-template-expressions': ['error', { allowNumber: true }],
+      ...sourceRules,
       // VS Code's API takes any `{ dispose() }` as a disposable (event emitters, items), and
       // so do the lists of them here
       '@typescript-eslint/no-unsafe-class-instance-assignment': 'off',
     },
   },
-  {
-    // the tests read the server's payloads as untyped JSON and hold them against what the
-    // client made of them
-    files: ['test/**/*.ts'],
-    rules: {
-      '@typescript-eslint/no-explicit-any': 'off',
-      '@typescript-eslint/no-unsafe-argument': 'off',
-      '@typescript-eslint/no-unsafe-assignment': 'off',
-      '@typescript-eslint/no-unsafe-call': 'off',
-      '@typescript-eslint/no-unsafe-member-access': 'off',
-      '@typescript-eslint/no-unsafe-return': 'off',
-      '@typescript-eslint/no-non-null-assertion': 'off',
-    },
-  },
+  { files: ['test/**/*.ts'], rules: testRules },
   {
     files: ['**/*.mjs'],
     extends: [js.configs.recommended],

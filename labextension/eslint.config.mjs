@@ -3,6 +3,7 @@
 // prettier's (the repository's .prettierrc.json).
 import { defineConfig } from 'eslint/config';
 import tseslint from 'typescript-eslint';
+import { sourceRules, testRules } from '../eslint.rules.mjs';
 
 export default defineConfig(
   { ignores: ['lib/', 'node_modules/', 'style/', '*.cjs', '*.mjs', '*.mts'] },
@@ -12,23 +13,7 @@ export default defineConfig(
     languageOptions: {
       parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname },
     },
-    rules: {
-      // numbers in CSS values and SVG points; what a user reads comes worded from the server
-      '@typescript-eslint/restrict-template-expressions': ['error', { allowNumber: true }],
-    },
+    rules: sourceRules,
   },
-  {
-    // the tests read the server's payloads as untyped JSON and hold them against what the
-    // client made of them
-    files: ['tests/**/*.ts'],
-    rules: {
-      '@typescript-eslint/no-explicit-any': 'off',
-      '@typescript-eslint/no-unsafe-argument': 'off',
-      '@typescript-eslint/no-unsafe-assignment': 'off',
-      '@typescript-eslint/no-unsafe-call': 'off',
-      '@typescript-eslint/no-unsafe-member-access': 'off',
-      '@typescript-eslint/no-unsafe-return': 'off',
-      '@typescript-eslint/no-non-null-assertion': 'off',
-    },
-  },
+  { files: ['tests/**/*.ts'], rules: testRules },
 );

@@ -18,8 +18,9 @@ Run by the clients' test setup (extension/test/unit/payloads.setup.ts,
 labextension/tests/payloads.setup.ts):
     python scripts/client_payloads.py OUT_DIR
 It writes OUT_DIR/<name>.json, OUT_DIR/index.json ({"status": [names], "profile": [names]})
-and OUT_DIR/fields.json ({"status": [field], "profile": [field]}, each field
-{"payload": name, "path": [key or index, ...], "values": [other values]}).
+and OUT_DIR/fields.json ({"status": {field name: [field]}, "profile": ...}, a field name like
+"display.gpus.[].heading", each field {"payload": name, "path": [key or index, ...],
+"values": [other values]}).
 """
 
 from __future__ import annotations
@@ -232,7 +233,7 @@ def _name(path: FieldPath) -> str:
     return ".".join("[]" if isinstance(key, int) else key for key in path)
 
 
-def drawn_fields(payloads: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+def drawn_fields(payloads: dict[str, dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
     """Each field a client may draw, in each payload, with other values it can take: a
     changed one, and the values the same field has in the other payloads (an icon name
     read from a fixed set changes the drawing only as another name of the set; three at
@@ -248,20 +249,18 @@ def drawn_fields(payloads: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
         values = seen.setdefault(_name(path), [])
         if value not in values:
             values.append(value)
-    return [
-        {
-            "payload": name,
-            "path": path,
-            "values": [_changed(value), *[v for v in seen[_name(path)] if v != value][:3]],
-        }
-        for name, path, value in found
-    ]
+    fields: dict[str, list[dict[str, Any]]] = {}
+    for name, path, value in found:
+        others = [v for v in seen[_name(path)] if v != value][:3]
+        field = {"payload": name, "path": path, "values": [_changed(value), *others]}
+        fields.setdefault(_name(path), []).append(field)
+    return fields
 
 
 def main(out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     index: dict[str, list[str]] = {}
-    fields: dict[str, list[dict[str, Any]]] = {}
+    fields: dict[str, dict[str, list[dict[str, Any]]]] = {}
     for group, payloads in (("status", status_payloads()), ("profile", profile_payloads())):
         for name, payload in payloads.items():
             (out / f"{name}.json").write_text(json.dumps(payload, ensure_ascii=False, indent=1))

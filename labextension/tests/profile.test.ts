@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 
 import { marksFor } from '../src/decorations';
 import { editorLine, parseProfile, startsWithMagicLine } from '../src/payloads';
-import { fields, payload, payloads, withValue, type Json } from './payloads';
+import { drawsField, fields, payload, payloads, type Json } from './payloads';
 
 describe('every profile payload the server makes, as the lab draws it', () => {
   const all = payloads('profile');
@@ -48,15 +48,8 @@ describe('every field the server writes for drawing is drawn, or left to the cel
   });
 
   it.each(drawn)('%s', (_name, all) => {
-    for (const field of all) {
-      const raw = payload(field.payload);
-      const draw = (data: Json): string => JSON.stringify(marksFor(parseProfile(data)!, true));
-      const changes = field.values.map((value) => draw(withValue(raw, field.path, value)));
-      expect(
-        changes.some((after) => after !== draw(raw)),
-        field.payload,
-      ).toBe(true);
-    }
+    const draw = (data: Json): string => JSON.stringify(marksFor(parseProfile(data)!, true));
+    for (const field of all) expect(drawsField(draw, field), field.payload).toBe(true);
   });
 });
 

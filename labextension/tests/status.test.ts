@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 
 import { explainStatusError, History, parseStatus, sparklinePoints } from '../src/payloads';
-import { fields, payload, payloads, withValue, type Json } from './payloads';
+import { drawsField, fields, payload, payloads, type Json } from './payloads';
 
 describe('every status payload the server makes, as the lab draws it', () => {
   const all = payloads('status');
@@ -77,14 +77,7 @@ describe('every display field the server writes is drawn, or left to VS Code by 
   );
 
   it.each(drawn)('%s', (_name, all) => {
-    for (const field of all) {
-      const raw = payload(field.payload);
-      const changes = field.values.map((value) => drawing(withValue(raw, field.path, value)));
-      expect(
-        changes.some((after) => after !== drawing(raw)),
-        field.payload,
-      ).toBe(true);
-    }
+    for (const field of all) expect(drawsField(drawing, field), field.payload).toBe(true);
   });
 
   it('knows each field it leaves to VS Code', () => {

@@ -27,23 +27,24 @@ export interface Field {
   values: unknown[];
 }
 
-/** The fields of a kind's payloads that the Python side lists as drawn, grouped by name
+/** The fields of a kind's payloads that the Python side lists as drawn, by name
  * (`display.gpus.[].heading`); see scripts/client_payloads.py. */
 export function fields(kind: 'status' | 'profile'): [string, Field[]][] {
   const all = JSON.parse(readFileSync(join(PAYLOADS, 'fields.json'), 'utf8')) as Record<
     string,
-    Field[]
+    Record<string, Field[]>
   >;
-  const byName = new Map<string, Field[]>();
-  for (const field of all[kind] ?? []) {
-    const name = field.path.map((key) => (typeof key === 'number' ? '[]' : key)).join('.');
-    byName.set(name, [...(byName.get(name) ?? []), field]);
-  }
-  return [...byName.entries()];
+  return Object.entries(all[kind] ?? {});
+}
+
+/** Whether `draw` draws the field: another value of it changes the drawing. */
+export function drawsField(draw: (raw: Json) => string, field: Field): boolean {
+  const raw = payload(field.payload);
+  return field.values.some((value) => draw(withValue(raw, field.path, value)) !== draw(raw));
 }
 
 /** A copy of the payload `raw` with the field at `path` set to `value`. */
-export function withValue(raw: Json, path: (string | number)[], value: unknown): Json {
+function withValue(raw: Json, path: (string | number)[], value: unknown): Json {
   const copy = structuredClone(raw);
   let at = copy;
   for (const key of path.slice(0, -1)) at = at[key];

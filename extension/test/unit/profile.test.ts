@@ -8,7 +8,7 @@ import {
   parseProfile,
   type Profile,
 } from '../../src/core/profile';
-import { fields, payload, payloads, withValue, type Json } from './payloads';
+import { drawsField, fields, payload, payloads, type Json } from './payloads';
 
 function parsed(raw: unknown): Profile {
   const result = parseProfile(raw);
@@ -63,14 +63,7 @@ function drawing(raw: Json): string {
 
 describe('every field the server writes for drawing is drawn', () => {
   it.each(fields('profile'))('%s', (_name, all) => {
-    for (const field of all) {
-      const raw = payload(field.payload);
-      const changes = field.values.map((value) => drawing(withValue(raw, field.path, value)));
-      expect(
-        changes.some((after) => after !== drawing(raw)),
-        field.payload,
-      ).toBe(true);
-    }
+    for (const field of all) expect(drawsField(drawing, field), field.payload).toBe(true);
   });
 });
 

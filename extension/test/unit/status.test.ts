@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { drawStatusBar, parseStatus, statusFor, type DeviceStatus } from '../../src/core/status';
-import { fields, payload, payloads, withValue, type Json } from './payloads';
+import { drawsField, fields, payload, payloads, type Json } from './payloads';
 
 function parsed(raw: unknown): DeviceStatus {
   const result = parseStatus(raw);
@@ -71,14 +71,7 @@ describe('every display field the server writes is drawn, or left to JupyterLab 
   );
 
   it.each(drawn)('%s', (_name, all) => {
-    for (const field of all) {
-      const raw = payload(field.payload);
-      const changes = field.values.map((value) => drawing(withValue(raw, field.path, value)));
-      expect(
-        changes.some((after) => after !== drawing(raw)),
-        field.payload,
-      ).toBe(true);
-    }
+    for (const field of all) expect(drawsField(drawing, field), field.payload).toBe(true);
   });
 
   it('knows each field it leaves to JupyterLab', () => {
