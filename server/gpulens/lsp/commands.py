@@ -24,9 +24,9 @@ def device_argument(arguments: tuple[object, ...]) -> str:
     (argument,) = arguments
     value = argument.get("device") if isinstance(argument, Mapping) else argument
     try:
-        return parse_device(value)
+        return parse_device(value, SELECT_DEVICE)
     except ConfigError as error:
-        raise JsonRpcInvalidParams(f"{SELECT_DEVICE}: {error}") from None
+        raise JsonRpcInvalidParams(str(error)) from None
 
 
 def register(server: GpulensServer) -> None:
