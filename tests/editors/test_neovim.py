@@ -30,7 +30,7 @@ for i in range(100):
     total += (x * i).sum().item()
 """
 FIXED = (
-    TRAIN.replace("(x * i).sum().item()", "(x * i).sum().detach()")
+    TRAIN.replace("(x * i).sum().item()", "(x * i).sum().detach().double()")
     + "total = float(total)  # one sync, after the loop\n"
 )
 CELLS = """\

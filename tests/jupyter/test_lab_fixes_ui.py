@@ -47,7 +47,7 @@ SETUP_CELL = 'import torch\nx = torch.randn(10, device="cuda")\n'
 LOOP_CELL = (
     "total = 0.0  # 🔥\nfor i in range(100):\n    total += (x * i).sum().item()\nprint(total)\n"
 )
-OTHER_LOOP = "steps = 0\nfor j in range(10):\n    steps += x.sum().item()"
+OTHER_LOOP = "steps = 0.0\nfor j in range(10):\n    steps += x.sum().item()"
 MOVE_CELL = "import torch\nw = torch.randn(64, 64)\nlayer = torch.nn.Linear(64, 8)\nprint(w.sum())"
 
 

@@ -96,7 +96,7 @@ async def test_a_wrapped_gpulens_cell_is_analysed_where_the_client_sent_it(
     assert cells[0] == SETUP_CELL
     assert unwrap_cell_magic(cells[1]) == (
         "%%gpulens --backend host\n"
-        + MAGIC_BODY.replace("(x * i).sum().item()", "(x * i).sum().detach()")
+        + MAGIC_BODY.replace("(x * i).sum().item()", "(x * i).sum().detach().double()")
         + "\ntotal = float(total)  # one sync, after the loop"
     )
 
@@ -209,7 +209,7 @@ async def test_a_quick_fix_at_the_end_of_the_file_adds_no_blank_line(
     assert fix.edit is not None
     edits = edits_for(fix.edit, uri)
     expected = (
-        LOOP_SYNC.replace(LOOP_SYNC_CALL, "(x * i).sum().detach()")
+        LOOP_SYNC.replace(LOOP_SYNC_CALL, "(x * i).sum().detach().double()")
         + "total = float(total)  # one sync, after the loop\n"
     )
     assert apply_text_edits(LOOP_SYNC, edits) == expected  # applied exactly, as VS Code does

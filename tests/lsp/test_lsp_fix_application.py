@@ -50,7 +50,7 @@ c = BREAK_ME
 x = torch.randn(10, device="cuda")
 total = 0.0
 for i in range(100):
-    total += (x * i).sum().detach()
+    total += (x * i).sum().detach().double()
 total = float(total)  # one sync, after the loop
 """
 
