@@ -34,9 +34,11 @@ demo: $(STAMP)
 	@echo "== gpulens profile --replay: cell 3 (the GPU training loop) as recorded on an H200"
 	$(BIN)/gpulens profile --replay tests/fixtures/profiler/demo_cell3_h200_payload.json
 
+# the editor clients' fragments add their eslint and prettier checks to this target
 lint: $(STAMP)
 	$(BIN)/ruff check server tests benchmarks scripts
 	$(BIN)/ruff format --check server tests benchmarks scripts
+	$(BIN)/mypy
 
 test-python: lint
 	$(BIN)/python -m pytest -m "not gpu"

@@ -3,6 +3,8 @@
 # are relative to the repository root.
 #
 #   make vscode-build     type-check (strict) and bundle into extension/out/
+#   make vscode-lint      eslint (typescript-eslint, strict and type-checked) and prettier;
+#                         part of `make lint`
 #   make vscode-test      unit tests (vitest), then the end-to-end test: the .vsix installed
 #                         into code-server, driven by Debian's Chromium through playwright-core.
 #                         First run on a fresh machine also installs (cached in .cache/):
@@ -16,11 +18,16 @@ VSCODE_DEPS    := node_modules/.gpulens-vscode-deps
 VSCODE_SOURCES := $(shell find extension/src -name '*.ts' 2>/dev/null) extension/package.json \
                   extension/esbuild.mjs extension/tsconfig.json extension/README.md extension/.vscodeignore
 
-.PHONY: vscode-build vscode-test vscode-unit vscode-e2e vscode-package
+.PHONY: vscode-build vscode-lint vscode-test vscode-unit vscode-e2e vscode-package
 
 $(VSCODE_DEPS): extension/package.json package.json
 	npm install --workspace extension --no-audit --no-fund
 	@touch $@
+
+vscode-lint: $(VSCODE_DEPS)
+	cd extension && npm run --silent lint
+
+lint: vscode-lint
 
 vscode-build: $(VSCODE_DEPS)
 	cd extension && npx tsc -p .

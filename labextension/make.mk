@@ -7,10 +7,17 @@ LAB_DIR := labextension
 LAB_NPM := npm --prefix $(LAB_DIR) --workspaces=false
 LAB_UI_TESTS := tests/jupyter/test_lab_ui.py
 
-.PHONY: lab-build lab-unit lab-ui lab-test lab-test-wheel lab-package
+.PHONY: lab-build lab-lint lab-unit lab-ui lab-test lab-test-wheel lab-package
 
 lab-build: $(STAMP)
 	$(BIN)/python $(LAB_DIR)/build_hook.py
+
+# eslint (typescript-eslint, strict and type-checked) and prettier; part of `make lint`
+lab-lint:
+	@test -d $(LAB_DIR)/node_modules || $(LAB_NPM) install --no-audit --no-fund
+	$(LAB_NPM) run --silent lint
+
+lint: lab-lint
 
 # pure TypeScript: strict typecheck and the unit tests (installs node_modules when missing);
 # the tests draw payloads the Python side makes as they start, so they need the .venv

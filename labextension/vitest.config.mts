@@ -5,6 +5,6 @@ export default defineConfig({
     include: ['tests/**/*.test.ts'],
     environment: 'node',
     // the payloads the tests draw, written by the Python side before they run
-    globalSetup: ['tests/payloads.setup.ts']
-  }
+    globalSetup: ['tests/payloads.setup.ts'],
+  },
 });

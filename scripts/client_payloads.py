@@ -8,10 +8,19 @@ captures recorded on an H200 (tests/fixtures/profiler/*.json.gz) through the att
 and the payload builder, from notebook payloads recorded there, from a host-backend run of
 a real script, and from runs that failed every way a run can.
 
+It also lists the fields a client may draw (`drawn_fields`): every field of each payload's
+`display` block and each profiled line's `LINE_FIELDS`, with other values each can take. A
+client's test changes each field in turn and fails where its drawing stays the same, unless
+the test names the field as one the other editor draws: a field Python adds is drawn, or
+consciously left out, by each client.
+
 Run by the clients' test setup (extension/test/unit/payloads.setup.ts,
-labextension/tests/payloads.setup.mts):
+labextension/tests/payloads.setup.ts):
     python scripts/client_payloads.py OUT_DIR
-It writes OUT_DIR/<name>.json and OUT_DIR/index.json ({"status": [names], "profile": [names]}).
+It writes OUT_DIR/<name>.json, OUT_DIR/index.json ({"status": [names], "profile": [names]})
+and OUT_DIR/fields.json ({"status": {field name: [field]}, "profile": ...}, a field name like
+"display.gpus.[].heading", each field {"payload": name, "path": [key or index, ...],
+"values": [other values]}).
 """
 
 from __future__ import annotations
@@ -30,7 +39,7 @@ from gpulens.device.nvml import NVML_ERROR_LIBRARY_NOT_FOUND, NvmlMonitor  # noq
 from gpulens.device.recorded import RecordedBackend, load_snapshot  # noqa: E402
 from gpulens.device.status import build_status  # noqa: E402
 from gpulens.profiler.attribution import attribute_records  # noqa: E402
-from gpulens.profiler.display import annotate  # noqa: E402
+from gpulens.profiler.display import LINE_FIELDS, annotate  # noqa: E402
 from gpulens.profiler.report import build_payload, failed_payload  # noqa: E402
 from gpulens.profiler.runner import run_profile  # noqa: E402
 
@@ -191,14 +200,74 @@ def profile_payloads() -> dict[str, dict[str, Any]]:
     return payloads
 
 
+FieldPath = list[str | int]
+
+
+def _ends(items: list[Any]) -> list[int]:
+    """The indexes of a list's first and last items."""
+    return sorted({0, len(items) - 1}) if items else []
+
+
+def _leaves(value: Any, path: FieldPath) -> list[tuple[FieldPath, Any]]:
+    """The scalar fields under `value`, by path; of a list, its first and last items (the
+    fields of an item, not every row, are what a client draws or drops)."""
+    if isinstance(value, dict):
+        return [leaf for key, item in value.items() for leaf in _leaves(item, [*path, key])]
+    if isinstance(value, list):
+        return [leaf for i in _ends(value) for leaf in _leaves(value[i], [*path, i])]
+    return [(path, value)]
+
+
+def _changed(value: Any) -> Any:
+    """Another value of the same type (a number stays within 0..1 if it was)."""
+    if isinstance(value, bool):
+        return not value
+    if isinstance(value, int | float):
+        return value / 2 if value else 0.5
+    if isinstance(value, str):
+        return f"{value} (changed)"
+    return "(changed)"  # a field that is null here
+
+
+def _name(path: FieldPath) -> str:
+    return ".".join("[]" if isinstance(key, int) else key for key in path)
+
+
+def drawn_fields(payloads: dict[str, dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """Each field a client may draw, in each payload, with other values it can take: a
+    changed one, and the values the same field has in the other payloads (an icon name
+    read from a fixed set changes the drawing only as another name of the set; three at
+    most)."""
+    found: list[tuple[str, FieldPath, Any]] = []
+    for name, payload in payloads.items():
+        found += [(name, path, v) for path, v in _leaves(payload.get("display"), ["display"])]
+        lines = payload.get("lines") or []
+        for index in _ends(lines):
+            found += [(name, ["lines", index, key], lines[index].get(key)) for key in LINE_FIELDS]
+    seen: dict[str, list[Any]] = {}
+    for _, path, value in found:
+        values = seen.setdefault(_name(path), [])
+        if value not in values:
+            values.append(value)
+    fields: dict[str, list[dict[str, Any]]] = {}
+    for name, path, value in found:
+        others = [v for v in seen[_name(path)] if v != value][:3]
+        field = {"payload": name, "path": path, "values": [_changed(value), *others]}
+        fields.setdefault(_name(path), []).append(field)
+    return fields
+
+
 def main(out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     index: dict[str, list[str]] = {}
+    fields: dict[str, dict[str, list[dict[str, Any]]]] = {}
     for group, payloads in (("status", status_payloads()), ("profile", profile_payloads())):
         for name, payload in payloads.items():
             (out / f"{name}.json").write_text(json.dumps(payload, ensure_ascii=False, indent=1))
         index[group] = list(payloads)
+        fields[group] = drawn_fields(payloads)
     (out / "index.json").write_text(json.dumps(index, indent=1))
+    (out / "fields.json").write_text(json.dumps(fields, ensure_ascii=False))
 
 
 if __name__ == "__main__":

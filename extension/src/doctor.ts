@@ -32,19 +32,29 @@ function runDoctor(python: string, cwd: string, token: vscode.CancellationToken)
       { cwd, timeout: 120_000, maxBuffer: 8 * 1024 * 1024, env: { ...process.env, NO_COLOR: '1' } },
       (error, stdout, stderr) => {
         const header = `$ ${python} -P -m gpulens doctor\n\n`;
-        const code = error && typeof (error as { code?: unknown }).code === 'number' ? (error as { code: number }).code : 0;
+        const code =
+          error && typeof (error as { code?: unknown }).code === 'number'
+            ? (error as { code: number }).code
+            : 0;
         if (error && !stdout) {
-          resolve(`${header}The environment check did not run: ${stderr.trim() || error.message}\n`);
+          resolve(
+            `${header}The environment check did not run: ${stderr.trim() || error.message}\n`,
+          );
           return;
         }
-        resolve(`${header}${stdout}${stderr ? `\n${stderr}` : ''}${code ? `\n(exit status ${code})\n` : ''}`);
+        resolve(
+          `${header}${stdout}${stderr ? `\n${stderr}` : ''}${code ? `\n(exit status ${code})\n` : ''}`,
+        );
       },
     );
     token.onCancellationRequested(() => child.kill());
   });
 }
 
-export function registerEnvironmentCheck(command: string, server: ServerSupervisor): vscode.Disposable {
+export function registerEnvironmentCheck(
+  command: string,
+  server: ServerSupervisor,
+): vscode.Disposable {
   const documents = new DoctorDocuments();
   return vscode.Disposable.from(
     vscode.workspace.registerTextDocumentContentProvider(SCHEME, documents),
@@ -53,7 +63,11 @@ export function registerEnvironmentCheck(command: string, server: ServerSupervis
       const uri = vscode.Uri.from({ scheme: SCHEME, path: '/gpulens environment check.txt' });
       try {
         const text = await vscode.window.withProgress(
-          { location: vscode.ProgressLocation.Notification, title: 'gpulens: checking the environment…', cancellable: true },
+          {
+            location: vscode.ProgressLocation.Notification,
+            title: 'gpulens: checking the environment…',
+            cancellable: true,
+          },
           (_progress, token) => runDoctor(python, server.workDir, token),
         );
         documents.set(uri, text);
@@ -61,7 +75,9 @@ export function registerEnvironmentCheck(command: string, server: ServerSupervis
         await vscode.window.showTextDocument(document, { preview: true });
       } catch (error) {
         traceError('environment check failed', error);
-        void vscode.window.showErrorMessage(`gpulens: the environment check failed: ${String(error)}`);
+        void vscode.window.showErrorMessage(
+          `gpulens: the environment check failed: ${String(error)}`,
+        );
       }
     }),
   );

@@ -21,7 +21,9 @@ let server: ServerSupervisor | undefined;
 
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
   context.subscriptions.push(createLogChannel());
-  traceInfo(`gpulens ${String(context.extension.packageJSON.version)} activating (workspace trusted: ${vscode.workspace.isTrusted})`);
+  traceInfo(
+    `gpulens ${(context.extension.packageJSON as { version: string }).version} activating (workspace trusted: ${String(vscode.workspace.isTrusted)})`,
+  );
 
   // the server's own profile command and lenses run through the client's profiler (progress, trust)
   const view = new ProfileView();
@@ -31,10 +33,12 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       if (routed) return vscode.commands.executeCommand(PROFILE_AT_COMMAND, ...routed);
       const cleared = clearedDocument(command, args);
       if (cleared) view.clear(vscode.Uri.parse(cleared));
-      return next(command, args);
+      const result: unknown = next(command, args);
+      return result;
     },
     // "Profile cell" above each `# %%` cell, unless `gpulens.profile.codeLens` is off
-    provideCodeLenses: (document, token, next) => (readSettings(document.uri).profileCodeLens ? next(document, token) : []),
+    provideCodeLenses: (document, token, next) =>
+      readSettings(document.uri).profileCodeLens ? next(document, token) : [],
   };
   server = new ServerSupervisor(middleware, privateDirectory(context.globalStorageUri));
   context.subscriptions.push(
@@ -44,17 +48,25 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     new CellProfiler(server, view),
     registerNotebookProfiling(view),
     registerEnvironmentCheck(ENVIRONMENT_CHECK_COMMAND, server),
-    vscode.commands.registerCommand('gpulens.restartServer', () => server?.restart('asked from the command palette')),
-    vscode.commands.registerCommand('gpulens.showLog', () => logChannel().show()),
+    vscode.commands.registerCommand('gpulens.restartServer', () =>
+      server?.restart('asked from the command palette'),
+    ),
+    vscode.commands.registerCommand('gpulens.showLog', () => {
+      logChannel().show();
+    }),
     vscode.workspace.onDidChangeConfiguration((event) => {
       if (affectsServer(event)) void server?.restart('gpulens.python changed');
       if (event.affectsConfiguration('gpulens.profile.codeLens')) refreshCodeLenses();
     }),
-    vscode.workspace.onDidGrantWorkspaceTrust(() => server?.restart('the workspace is trusted now')),
+    vscode.workspace.onDidGrantWorkspaceTrust(() =>
+      server?.restart('the workspace is trusted now'),
+    ),
   );
 
   await initializePython(context.subscriptions);
-  context.subscriptions.push(onDidChangeInterpreter(() => server?.restart('the Python interpreter changed')));
+  context.subscriptions.push(
+    onDidChangeInterpreter(() => server?.restart('the Python interpreter changed')),
+  );
   // not awaited: activation must not wait for the interpreter check or the server's start
   void server.start();
 }

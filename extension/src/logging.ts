@@ -23,6 +23,11 @@ export function traceWarn(message: string): void {
 }
 
 export function traceError(message: string, error?: unknown): void {
-  const detail = error instanceof Error ? `: ${error.stack ?? error.message}` : error === undefined ? '' : `: ${String(error)}`;
+  const detail =
+    error instanceof Error
+      ? `: ${error.stack ?? error.message}`
+      : error === undefined
+        ? ''
+        : `: ${typeof error === 'string' ? error : JSON.stringify(error)}`;
   channel?.error(`${message}${detail}`);
 }

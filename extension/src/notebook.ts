@@ -22,23 +22,30 @@ interface KernelOutputItem {
   data: Uint8Array;
 }
 interface Kernel {
-  executeCode(code: string, token: vscode.CancellationToken): AsyncIterable<{ items: KernelOutputItem[] } | KernelOutputItem[]>;
+  executeCode(
+    code: string,
+    token: vscode.CancellationToken,
+  ): AsyncIterable<{ items: KernelOutputItem[] } | KernelOutputItem[]>;
 }
 interface JupyterApi {
   kernels?: { getKernel(uri: vscode.Uri): Thenable<Kernel | undefined> };
 }
 
-function items(output: { items: KernelOutputItem[] } | KernelOutputItem[]): KernelOutputItem[] {
-  return Array.isArray(output) ? output : output.items ?? [];
+// another extension's objects: typed as they may come, not as they should
+function items(output: { items?: KernelOutputItem[] } | KernelOutputItem[]): KernelOutputItem[] {
+  return Array.isArray(output) ? output : (output.items ?? []);
 }
 
 async function kernelFor(notebook: vscode.NotebookDocument): Promise<Kernel | string> {
-  const extension = vscode.extensions.getExtension<JupyterApi>(JUPYTER_EXTENSION_ID);
-  if (!extension) return 'profiling a notebook cell needs the Jupyter extension (ms-toolsai.jupyter).';
+  // an extension may export nothing at all
+  const extension = vscode.extensions.getExtension<JupyterApi | undefined>(JUPYTER_EXTENSION_ID);
+  if (!extension)
+    return 'profiling a notebook cell needs the Jupyter extension (ms-toolsai.jupyter).';
   const api = extension.isActive ? extension.exports : await extension.activate();
-  if (!api?.kernels) return 'this version of the Jupyter extension offers no kernel API; update it.';
+  if (!api?.kernels)
+    return 'this version of the Jupyter extension offers no kernel API; update it.';
   const kernel = await api.kernels.getKernel(notebook.uri);
-  return kernel ?? 'start the notebook\'s kernel first (run any cell), then profile the cell again.';
+  return kernel ?? "start the notebook's kernel first (run any cell), then profile the cell again.";
 }
 
 function profileFromItems(found: KernelOutputItem[]): Profile | string {
@@ -50,23 +57,30 @@ function profileFromItems(found: KernelOutputItem[]): Profile | string {
       const parsed = JSON.parse(decoder.decode(error.data)) as { name?: string; message?: string };
       return `${parsed.name ?? 'Error'}: ${parsed.message ?? ''}`;
     }
-    return 'the kernel returned no gpulens profile: is gpulens installed in the kernel\'s environment?';
+    return "the kernel returned no gpulens profile: is gpulens installed in the kernel's environment?";
   }
   const parsed = parseProfile(JSON.parse(decoder.decode(payload.data)));
   return parsed.ok ? parsed.value : parsed.error;
 }
 
-async function execute(kernel: Kernel, code: string, token: vscode.CancellationToken): Promise<KernelOutputItem[]> {
+async function execute(
+  kernel: Kernel,
+  code: string,
+  token: vscode.CancellationToken,
+): Promise<KernelOutputItem[]> {
   const found: KernelOutputItem[] = [];
   for await (const output of kernel.executeCode(code, token)) found.push(...items(output));
   return found;
 }
 
 function cellArgument(arg: unknown): vscode.NotebookCell | undefined {
-  if (arg && typeof arg === 'object' && 'notebook' in arg && 'document' in arg) return arg as vscode.NotebookCell;
+  if (arg && typeof arg === 'object' && 'notebook' in arg && 'document' in arg)
+    return arg as vscode.NotebookCell;
   const editor = vscode.window.activeNotebookEditor;
   const index = editor?.selection.start;
-  return editor && index !== undefined && index < editor.notebook.cellCount ? editor.notebook.cellAt(index) : undefined;
+  return editor && index !== undefined && index < editor.notebook.cellCount
+    ? editor.notebook.cellAt(index)
+    : undefined;
 }
 
 /** The payload's message for a run that did not end well, as loud as the payload says. */
@@ -95,7 +109,11 @@ export function registerNotebookProfiling(view: ProfileView): vscode.Disposable 
       const byHand = MAGIC.test(source);
       try {
         const result = await vscode.window.withProgress(
-          { location: vscode.ProgressLocation.Notification, title: `gpulens: profiling cell ${cell.index + 1} in its kernel…`, cancellable: true },
+          {
+            location: vscode.ProgressLocation.Notification,
+            title: `gpulens: profiling cell ${cell.index + 1} in its kernel…`,
+            cancellable: true,
+          },
           async (_progress, token) => {
             await execute(kernel, '%load_ext gpulens', token);
             // `--cell`: the kernel knows the run's count, not where the cell stands

@@ -30,7 +30,8 @@ export class ProfileView implements vscode.Disposable {
         vscode.window.createTextEditorDecorationType({
           isWholeLine: true,
           backgroundColor: alpha > 0 ? `rgba(255, 90, 31, ${alpha})` : undefined,
-          overviewRulerColor: alpha > 0 ? `rgba(255, 90, 31, ${Math.min(1, alpha * 2)})` : undefined,
+          overviewRulerColor:
+            alpha > 0 ? `rgba(255, 90, 31, ${Math.min(1, alpha * 2)})` : undefined,
           overviewRulerLane: vscode.OverviewRulerLane.Right,
           rangeBehavior: vscode.DecorationRangeBehavior.ClosedClosed,
         }),
@@ -38,7 +39,11 @@ export class ProfileView implements vscode.Disposable {
     }
     this.subscriptions.push(
       ...this.heat,
-      vscode.window.onDidChangeVisibleTextEditors((editors) => editors.forEach((e) => this.render(e))),
+      vscode.window.onDidChangeVisibleTextEditors((editors) => {
+        editors.forEach((e) => {
+          this.render(e);
+        });
+      }),
       vscode.workspace.onDidChangeTextDocument((event) => {
         // the numbers belong to the code as it ran; an edit makes them point at other lines
         if (event.contentChanges.length > 0 && this.results.has(event.document.uri.toString())) {
@@ -89,7 +94,9 @@ export class ProfileView implements vscode.Disposable {
     for (const { profile, offset, withText } of shown?.values() ?? []) {
       for (const mark of lineMarks(profile, offset, editor.document.lineCount)) {
         const end = editor.document.lineAt(mark.at).range.end;
-        const decoration: vscode.DecorationOptions = { range: new vscode.Range(mark.at, 0, end.line, end.character) };
+        const decoration: vscode.DecorationOptions = {
+          range: new vscode.Range(mark.at, 0, end.line, end.character),
+        };
         if (withText) {
           decoration.hoverMessage = new vscode.MarkdownString(mark.hover);
           decoration.renderOptions = {
@@ -104,7 +111,9 @@ export class ProfileView implements vscode.Disposable {
         byLevel[mark.level].push(decoration);
       }
     }
-    this.heat.forEach((type, level) => editor.setDecorations(type, byLevel[level]));
+    this.heat.forEach((type, level) => {
+      editor.setDecorations(type, byLevel[level]);
+    });
   }
 
   dispose(): void {

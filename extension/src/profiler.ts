@@ -23,14 +23,16 @@ export const SERVER_PROFILE_COMMAND = 'gpulens.profileCell';
 export const SERVER_CLEAR_COMMAND = 'gpulens.clearProfile';
 
 export const UNTRUSTED_MESSAGE =
-  'gpulens: profiling is off in an untrusted workspace, because it runs the workspace\'s code. Trust the folder to profile; findings and quick-fixes work without it.';
+  "gpulens: profiling is off in an untrusted workspace, because it runs the workspace's code. Trust the folder to profile; findings and quick-fixes work without it.";
 
 /** Says why profiling is off, with a way to trust the folder; true when it may run. */
 export function profilingAllowed(): boolean {
   if (vscode.workspace.isTrusted) return true;
-  void vscode.window.showWarningMessage(UNTRUSTED_MESSAGE, 'Manage Workspace Trust').then((choice) => {
-    if (choice) void vscode.commands.executeCommand('workbench.trust.manage');
-  });
+  void vscode.window
+    .showWarningMessage(UNTRUSTED_MESSAGE, 'Manage Workspace Trust')
+    .then((choice) => {
+      if (choice) void vscode.commands.executeCommand('workbench.trust.manage');
+    });
   return false;
 }
 
@@ -43,18 +45,24 @@ export class CellProfiler implements vscode.Disposable {
     private readonly view: ProfileView,
   ) {
     this.subscriptions.push(
-      vscode.commands.registerCommand(PROFILE_AT_COMMAND, (uri: string | vscode.Uri, line: number) =>
-        this.profile(typeof uri === 'string' ? vscode.Uri.parse(uri) : uri, line),
+      vscode.commands.registerCommand(
+        PROFILE_AT_COMMAND,
+        (uri: string | vscode.Uri, line: number) =>
+          this.profile(typeof uri === 'string' ? vscode.Uri.parse(uri) : uri, line),
       ),
       vscode.commands.registerCommand(PROFILE_AT_CURSOR_COMMAND, () => {
         const editor = vscode.window.activeTextEditor;
         if (!editor || editor.document.languageId !== 'python') {
-          void vscode.window.showInformationMessage('gpulens: open a Python file and put the cursor in a # %% cell to profile it.');
+          void vscode.window.showInformationMessage(
+            'gpulens: open a Python file and put the cursor in a # %% cell to profile it.',
+          );
           return;
         }
         return this.profile(editor.document.uri, editor.selection.active.line);
       }),
-      vscode.commands.registerCommand(CLEAR_COMMAND, (uri?: unknown) => this.clear(uri instanceof vscode.Uri ? uri : undefined)),
+      vscode.commands.registerCommand(CLEAR_COMMAND, (uri?: unknown) =>
+        this.clear(uri instanceof vscode.Uri ? uri : undefined),
+      ),
     );
   }
 
@@ -63,20 +71,25 @@ export class CellProfiler implements vscode.Disposable {
     if (!profilingAllowed()) return;
     const document = await vscode.workspace.openTextDocument(uri);
     if (document.uri.scheme !== 'file') {
-      void vscode.window.showWarningMessage('gpulens: save the file first; profiling runs the file on disk.');
+      void vscode.window.showWarningMessage(
+        'gpulens: save the file first; profiling runs the file on disk.',
+      );
       return;
     }
     const key = `${uri.toString()}#${line}`;
     if (this.running.has(key)) return;
     if (document.isDirty && !(await document.save())) {
-      void vscode.window.showWarningMessage('gpulens: the file could not be saved, so it was not profiled.');
+      void vscode.window.showWarningMessage(
+        'gpulens: the file could not be saved, so it was not profiled.',
+      );
       return;
     }
     const starts = codeCellStarts(document.getText());
     const cellNumber = starts.filter((start) => start <= line).length;
     const label = cellNumber > 0 ? `cell ${cellNumber}` : 'the preamble';
     this.running.add(key);
-    let cancelled = false;
+    // set from the cancellation callback, which flow analysis does not follow
+    const cancel = { requested: false };
     try {
       const raw = await vscode.window.withProgress(
         {
@@ -86,9 +99,13 @@ export class CellProfiler implements vscode.Disposable {
         },
         (_progress, token) => {
           token.onCancellationRequested(() => {
-            cancelled = true;
+            cancel.requested = true;
           });
-          return this.server.executeServerCommand(SERVER_PROFILE_COMMAND, [{ uri: document.uri.toString(), line }], token);
+          return this.server.executeServerCommand(
+            SERVER_PROFILE_COMMAND,
+            [{ uri: document.uri.toString(), line }],
+            token,
+          );
         },
       );
       const parsed = parseProfile(raw);
@@ -98,17 +115,20 @@ export class CellProfiler implements vscode.Disposable {
       this.view.show(document.uri, `cell:${profile.cell ?? cellNumber}`, profile, 0, false);
       if (profile.output) logChannel().appendLine(profile.output.trimEnd());
       for (const note of profile.notes) traceInfo(`profile: ${note}`);
-      if (profile.lines.length > 0) vscode.window.setStatusBarMessage(`$(pulse) ${profile.summary}`, 8_000);
+      if (profile.lines.length > 0)
+        vscode.window.setStatusBarMessage(`$(pulse) ${profile.summary}`, 8_000);
     } catch (error) {
-      if (cancelled || error instanceof vscode.CancellationError) {
+      if (cancel.requested || error instanceof vscode.CancellationError) {
         traceInfo(`profile of ${label} cancelled`);
         return;
       }
       const message = error instanceof Error ? error.message : String(error);
       traceError(`profile of ${label} failed`, error);
-      void vscode.window.showErrorMessage(`gpulens: profiling ${label} failed: ${message}`, 'Show Log').then((c) => {
-        if (c) logChannel().show();
-      });
+      void vscode.window
+        .showErrorMessage(`gpulens: profiling ${label} failed: ${message}`, 'Show Log')
+        .then((c) => {
+          if (c) logChannel().show();
+        });
     } finally {
       this.running.delete(key);
     }
@@ -121,7 +141,9 @@ export class CellProfiler implements vscode.Disposable {
     if (!this.server.runningClient) return;
     for (const document of documents) {
       try {
-        await this.server.executeServerCommand(SERVER_CLEAR_COMMAND, [{ uri: document.toString() }]);
+        await this.server.executeServerCommand(SERVER_CLEAR_COMMAND, [
+          { uri: document.toString() },
+        ]);
       } catch (error) {
         traceWarn(`${SERVER_CLEAR_COMMAND} failed for ${document.toString()}: ${String(error)}`);
       }

@@ -104,14 +104,26 @@ export function checkGpulens(python: string, cwd: string): Promise<GpulensCheck>
     'import gpulens',
     'sys.stdout.write(gpulens.__version__ + " %d.%d" % sys.version_info[:2])',
   ].join('\n');
-  const options = { cwd, env: { ...process.env, PYTHONSAFEPATH: '1' }, timeout: 30_000, windowsHide: true };
+  const options = {
+    cwd,
+    env: { ...process.env, PYTHONSAFEPATH: '1' },
+    timeout: 30_000,
+    windowsHide: true,
+  };
   return new Promise((resolve) => {
     execFile(python, ['-c', probe], options, (error, stdout, stderr) => {
       if (!error) {
         const [version, pythonVersion = ''] = stdout.trim().split(' ');
         const [major, minor] = pythonVersion.split('.').map(Number);
-        if (major < SAFE_PATH_PYTHON[0] || (major === SAFE_PATH_PYTHON[0] && minor < SAFE_PATH_PYTHON[1])) {
-          resolve({ ok: false, reason: 'failed', detail: `gpulens needs Python ${SAFE_PATH_PYTHON.join('.')} or newer; ${python} is Python ${pythonVersion}` });
+        if (
+          major < SAFE_PATH_PYTHON[0] ||
+          (major === SAFE_PATH_PYTHON[0] && minor < SAFE_PATH_PYTHON[1])
+        ) {
+          resolve({
+            ok: false,
+            reason: 'failed',
+            detail: `gpulens needs Python ${SAFE_PATH_PYTHON.join('.')} or newer; ${python} is Python ${pythonVersion}`,
+          });
           return;
         }
         resolve({ ok: true, version });

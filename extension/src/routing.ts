@@ -7,7 +7,10 @@
 import { SERVER_CLEAR_COMMAND, SERVER_PROFILE_COMMAND } from './profiler';
 
 /** A server lens or command `gpulens.profileCell {uri, line}` goes through the client's profiler. */
-export function profileCommandArguments(command: string, args: unknown[]): [string, number] | undefined {
+export function profileCommandArguments(
+  command: string,
+  args: unknown[],
+): [string, number] | undefined {
   if (command !== SERVER_PROFILE_COMMAND) return undefined;
   const first = args[0];
   if (typeof first !== 'object' || first === null) return undefined;
@@ -20,6 +23,7 @@ export function clearedDocument(command: string, args: unknown[]): string | unde
   if (command !== SERVER_CLEAR_COMMAND) return undefined;
   const first = args[0];
   if (typeof first === 'string') return first;
-  const uri = typeof first === 'object' && first !== null ? (first as { uri?: unknown }).uri : undefined;
+  const uri =
+    typeof first === 'object' && first !== null ? (first as { uri?: unknown }).uri : undefined;
   return typeof uri === 'string' ? uri : undefined;
 }

@@ -27,7 +27,7 @@ export const STATUS_METHOD = 'gpulens/status';
 export type ServerState =
   | { kind: 'starting'; python?: string }
   | { kind: 'running'; python: string; version: string }
-  | { kind: 'restarting'; python: string; inMs: number }
+  | { kind: 'restarting'; python: string }
   | { kind: 'unavailable'; python: string; message: string };
 
 export class ServerSupervisor implements vscode.Disposable {
@@ -84,7 +84,11 @@ export class ServerSupervisor implements vscode.Disposable {
     return this.client?.state === State.Running ? this.client : undefined;
   }
 
-  async executeServerCommand(command: string, args: unknown[], token?: vscode.CancellationToken): Promise<unknown> {
+  async executeServerCommand(
+    command: string,
+    args: unknown[],
+    token?: vscode.CancellationToken,
+  ): Promise<unknown> {
     const client = this.runningClient;
     if (!client) throw new Error('the gpulens language server is not running');
     return client.sendRequest(ExecuteCommandRequest.type, { command, arguments: args }, token);
@@ -130,7 +134,8 @@ export class ServerSupervisor implements vscode.Disposable {
   private async doStart(): Promise<void> {
     if (this.disposed) return;
     clearTimeout(this.restartTimer);
-    const resource = vscode.window.activeTextEditor?.document.uri ?? vscode.workspace.workspaceFolders?.[0]?.uri;
+    const resource =
+      vscode.window.activeTextEditor?.document.uri ?? vscode.workspace.workspaceFolders?.[0]?.uri;
     const interpreter = await resolveInterpreter(resource);
     this.interpreter = interpreter;
     const python = interpreter.command;
@@ -163,7 +168,10 @@ export class ServerSupervisor implements vscode.Disposable {
       revealOutputChannelOn: RevealOutputChannelOn.Never,
       // the server runs no interpreter named in settings unless the folder is trusted; a grant
       // of trust restarts the server (extension.ts), so this is never stale
-      initializationOptions: { [SECTION]: serverSettings(), workspaceTrusted: vscode.workspace.isTrusted },
+      initializationOptions: {
+        [SECTION]: serverSettings(),
+        workspaceTrusted: vscode.workspace.isTrusted,
+      },
       synchronize: { configurationSection: SECTION },
       middleware: this.middleware,
       errorHandler: {
@@ -178,10 +186,12 @@ export class ServerSupervisor implements vscode.Disposable {
       },
     };
     // the error handler above reads `client`: it names this start's client, not a later one
-    // eslint-disable-next-line prefer-const
+
     client = new LanguageClient('gpulens', 'gpulens', serverOptions, clientOptions);
     this.client = client;
-    client.onNotification(STATUS_METHOD, (payload: unknown) => this.statusReceived.fire(payload));
+    client.onNotification(STATUS_METHOD, (payload: unknown) => {
+      this.statusReceived.fire(payload);
+    });
     try {
       this.startedAt = Date.now();
       await client.start();
@@ -201,16 +211,19 @@ export class ServerSupervisor implements vscode.Disposable {
     this.clientChanged.fire(undefined);
     this.attempt = nextAttempt(this.attempt, Date.now() - this.startedAt);
     const inMs = restartDelayMs(this.attempt - 1);
-    traceWarn(`language server stopped; restarting in ${Math.round(inMs / 1000)} s`);
-    this.setState({ kind: 'restarting', python, inMs });
+    // no figure of our own in what a user reads: the wait grows with each stop in a row
+    traceWarn(`language server stopped; restart number ${String(this.attempt)} in a row`);
+    this.setState({ kind: 'restarting', python });
     if (!this.warnedCrash) {
       this.warnedCrash = true;
       void vscode.window
         .showWarningMessage(
-          `The gpulens language server stopped; it restarts in ${Math.round(inMs / 1000)} s. The log says why.`,
+          'The gpulens language server stopped; it restarts on its own. The log says why.',
           'Show Log',
         )
-        .then((choice) => choice && logChannel().show());
+        .then((choice) => {
+          if (choice) logChannel().show();
+        });
     }
     clearTimeout(this.restartTimer);
     this.restartTimer = setTimeout(() => {
@@ -230,7 +243,8 @@ export class ServerSupervisor implements vscode.Disposable {
     this.stopping.add(client);
     this.clientChanged.fire(undefined);
     try {
-      if (client.state === State.Running || client.state === State.Starting) await client.stop(2_000);
+      if (client.state === State.Running || client.state === State.Starting)
+        await client.stop(2_000);
     } catch (error) {
       traceWarn(`language server: stop failed (${String(error)}); it is dropped`);
     }
@@ -242,7 +256,11 @@ export class ServerSupervisor implements vscode.Disposable {
     this.stopping.delete(client);
   }
 
-  private reportMissing(python: string, reason: 'no-python' | 'no-gpulens' | 'failed', detail: string): void {
+  private reportMissing(
+    python: string,
+    reason: 'no-python' | 'no-gpulens' | 'failed',
+    detail: string,
+  ): void {
     traceError(`language server: cannot start with ${python}: ${detail}`);
     const install = 'Install gpulens';
     const settings = 'Open Settings';
@@ -264,7 +282,8 @@ export class ServerSupervisor implements vscode.Disposable {
     this.setState({ kind: 'unavailable', python, message });
     void vscode.window.showErrorMessage(message, ...actions).then((choice) => {
       if (choice === install) this.openInstallTerminal(python);
-      else if (choice === settings) void vscode.commands.executeCommand('workbench.action.openSettings', `${SECTION}.python`);
+      else if (choice === settings)
+        void vscode.commands.executeCommand('workbench.action.openSettings', `${SECTION}.python`);
       else if (choice === select) void vscode.commands.executeCommand('python.setInterpreter');
       else if (choice === retry) void this.restart('retry');
     });

@@ -22,13 +22,19 @@ export class GpuStatusBar implements vscode.Disposable {
   private lastParseError = '';
 
   constructor(private readonly server: ServerSupervisor) {
-    this.item = vscode.window.createStatusBarItem('gpulens.status', vscode.StatusBarAlignment.Right, 100);
+    this.item = vscode.window.createStatusBarItem(
+      'gpulens.status',
+      vscode.StatusBarAlignment.Right,
+      100,
+    );
     this.item.name = 'gpulens GPU status';
     this.item.command = PICK_DEVICE_COMMAND;
     this.serverState = server.currentState;
     this.subscriptions.push(
       this.item,
-      server.onStatus((payload) => this.onPayload(payload)),
+      server.onStatus((payload) => {
+        this.onPayload(payload);
+      }),
       server.onDidChangeState((state) => {
         this.serverState = state;
         this.render();
@@ -58,13 +64,16 @@ export class GpuStatusBar implements vscode.Disposable {
     this.item.backgroundColor = undefined;
     if (state.kind === 'unavailable') {
       this.item.text = '$(warning) gpulens';
-      this.item.tooltip = new vscode.MarkdownString(`**gpulens is not running**\n\n${state.message}`);
+      this.item.tooltip = new vscode.MarkdownString(
+        `**gpulens is not running**\n\n${state.message}`,
+      );
       this.item.backgroundColor = new vscode.ThemeColor('statusBarItem.errorBackground');
       return;
     }
     if (state.kind === 'restarting') {
       this.item.text = '$(sync~spin) gpulens';
-      this.item.tooltip = `The gpulens language server stopped; restarting in ${Math.round(state.inMs / 1000)} s (see the gpulens log).`;
+      this.item.tooltip =
+        'The gpulens language server stopped; it restarts on its own (see the gpulens log).';
       this.item.backgroundColor = new vscode.ThemeColor('statusBarItem.warningBackground');
       return;
     }
@@ -111,11 +120,15 @@ export class GpuStatusBar implements vscode.Disposable {
       await writeDevice(picked.device);
       // a server that is not running reads the setting when it starts
       if (this.server.runningClient) {
-        await this.server.executeServerCommand(SELECT_DEVICE_SERVER_COMMAND, [{ device: picked.device }]);
+        await this.server.executeServerCommand(SELECT_DEVICE_SERVER_COMMAND, [
+          { device: picked.device },
+        ]);
       }
     } catch (error) {
       traceError('selecting the device failed', error);
-      void vscode.window.showErrorMessage(`gpulens: could not select ${picked.device}: ${String(error)}`);
+      void vscode.window.showErrorMessage(
+        `gpulens: could not select ${picked.device}: ${String(error)}`,
+      );
     }
     this.render();
   }

@@ -86,13 +86,15 @@ export function parseAnswer(value: unknown): ActionsAnswer | null {
   if (!isObject(value) || value.schema !== ACTIONS_SCHEMA || !Array.isArray(value.cells)) {
     return null;
   }
-  if (!value.cells.every(cell => isObject(cell) && Array.isArray(cell.findings))) {
+  if (!value.cells.every((cell) => isObject(cell) && Array.isArray(cell.findings))) {
     return null;
   }
   return {
     ...(value as unknown as ActionsAnswer),
     refactors: Array.isArray(value.refactors) ? (value.refactors as RefactorEntry[]) : [],
-    fix_all: isObject(value.fix_all) ? (value.fix_all as unknown as ActionsAnswer['fix_all']) : null
+    fix_all: isObject(value.fix_all)
+      ? (value.fix_all as unknown as ActionsAnswer['fix_all'])
+      : null,
   };
 }
 
@@ -112,12 +114,17 @@ export function applyEdits(target: Replaceable, edits: readonly CellEdit[]): voi
  * The findings of code cell `cell` that touch the text between `from` and `to` (a line's
  * offsets), in the answer's order.
  */
-export function findingsBetween(answer: ActionsAnswer, cell: number, from: number, to: number): FindingEntry[] {
+export function findingsBetween(
+  answer: ActionsAnswer,
+  cell: number,
+  from: number,
+  to: number,
+): FindingEntry[] {
   const findings = answer.cells[cell]?.findings ?? [];
-  return findings.filter(finding => finding.from <= to && finding.to >= from);
+  return findings.filter((finding) => finding.from <= to && finding.to >= from);
 }
 
 /** The fixes offered on those findings, in menu order (each finding's preferred fix first). */
 export function fixesOf(findings: readonly FindingEntry[]): FixAction[] {
-  return findings.flatMap(finding => finding.fixes.filter(fix => fix.cells.length > 0));
+  return findings.flatMap((finding) => finding.fixes.filter((fix) => fix.cells.length > 0));
 }

@@ -28,13 +28,17 @@ class CostWidget extends WidgetType {
 
   constructor(
     readonly mark: LineMark,
-    readonly renderMarkdown: MarkdownRenderer
+    readonly renderMarkdown: MarkdownRenderer,
   ) {
     super();
   }
 
   override eq(other: CostWidget): boolean {
-    return other.mark.label === this.mark.label && other.mark.heat === this.mark.heat && other.mark.hover === this.mark.hover;
+    return (
+      other.mark.label === this.mark.label &&
+      other.mark.heat === this.mark.heat &&
+      other.mark.hover === this.mark.hover
+    );
   }
 
   toDOM(): HTMLElement {
@@ -61,7 +65,9 @@ class CostWidget extends WidgetType {
         hover.style.top = `${box.bottom + 2}px`;
       });
     });
-    node.addEventListener('mouseleave', () => hover.remove());
+    node.addEventListener('mouseleave', () => {
+      hover.remove();
+    });
     this.hover = hover;
     return node;
   }
@@ -77,7 +83,11 @@ class CostWidget extends WidgetType {
 
 const setCosts = StateEffect.define<{ marks: LineMark[]; renderMarkdown: MarkdownRenderer }>();
 
-function decorationsFor(marks: LineMark[], renderMarkdown: MarkdownRenderer, view: { doc: EditorView['state']['doc'] }): DecorationSet {
+function decorationsFor(
+  marks: LineMark[],
+  renderMarkdown: MarkdownRenderer,
+  view: { doc: EditorView['state']['doc'] },
+): DecorationSet {
   const ranges: Range<Decoration>[] = [];
   for (const mark of [...marks].sort((a, b) => a.line - b.line)) {
     if (mark.line < 1 || mark.line > view.doc.lines) {
@@ -85,9 +95,14 @@ function decorationsFor(marks: LineMark[], renderMarkdown: MarkdownRenderer, vie
     }
     const line = view.doc.line(mark.line);
     ranges.push(
-      Decoration.line({ class: 'gpulens-line', attributes: { style: `--gpulens-heat: ${mark.heat}` } }).range(line.from)
+      Decoration.line({
+        class: 'gpulens-line',
+        attributes: { style: `--gpulens-heat: ${mark.heat}` },
+      }).range(line.from),
     );
-    ranges.push(Decoration.widget({ widget: new CostWidget(mark, renderMarkdown), side: 1 }).range(line.to));
+    ranges.push(
+      Decoration.widget({ widget: new CostWidget(mark, renderMarkdown), side: 1 }).range(line.to),
+    );
   }
   return Decoration.set(ranges, true);
 }
@@ -103,7 +118,7 @@ const costField = StateField.define<DecorationSet>({
     // the costs describe the source that ran: an edit makes them stale
     return transaction.docChanged ? Decoration.none : value;
   },
-  provide: field => EditorView.decorations.from(field)
+  provide: (field) => EditorView.decorations.from(field),
 });
 
 /** The editor extension that holds and draws the costs. */
@@ -111,17 +126,21 @@ export const costExtension: Extension = costField;
 
 /** The marks of a payload's lines, for a cell whose source does (or does not) start with `%%gpulens`. */
 export function marksFor(lines: ProfiledLine[], sourceHasMagicLine: boolean): LineMark[] {
-  return lines.map(line => ({
+  return lines.map((line) => ({
     line: editorLine(line.line, sourceHasMagicLine),
     hits: line.hits,
     heat: line.heat,
     label: line.label,
-    hover: line.hover
+    hover: line.hover,
   }));
 }
 
 /** Draws `marks` in `view`, replacing what was there; an empty list clears. */
-export function showCosts(view: EditorView, marks: LineMark[], renderMarkdown: MarkdownRenderer): void {
+export function showCosts(
+  view: EditorView,
+  marks: LineMark[],
+  renderMarkdown: MarkdownRenderer,
+): void {
   if (!view.state.field(costField, false)) {
     if (marks.length === 0) {
       return;

@@ -6,7 +6,13 @@
  */
 
 import { type Extension, type Range, StateEffect, StateField } from '@codemirror/state';
-import { Decoration, type DecorationSet, EditorView, hoverTooltip, WidgetType } from '@codemirror/view';
+import {
+  Decoration,
+  type DecorationSet,
+  EditorView,
+  hoverTooltip,
+  WidgetType,
+} from '@codemirror/view';
 
 export interface FindingMark {
   /** Offsets in the cell's text. */
@@ -54,7 +60,7 @@ function bulbIcon(): SVGElement {
 class BulbWidget extends WidgetType {
   constructor(
     readonly line: number,
-    readonly options: MarkOptions
+    readonly options: MarkOptions,
   ) {
     super();
   }
@@ -70,8 +76,10 @@ class BulbWidget extends WidgetType {
     bulb.dataset.line = String(this.line);
     bulb.title = this.options.bulbTitle;
     bulb.append(bulbIcon());
-    bulb.addEventListener('mousedown', event => event.preventDefault());
-    bulb.addEventListener('click', event => {
+    bulb.addEventListener('mousedown', (event) => {
+      event.preventDefault();
+    });
+    bulb.addEventListener('click', (event) => {
       event.preventDefault();
       event.stopPropagation();
       this.options.openFixes(this.line, bulb);
@@ -84,7 +92,11 @@ class BulbWidget extends WidgetType {
   }
 }
 
-function decorationsFor(marks: FindingMark[], options: MarkOptions, view: { doc: EditorView['state']['doc'] }): DecorationSet {
+function decorationsFor(
+  marks: FindingMark[],
+  options: MarkOptions,
+  view: { doc: EditorView['state']['doc'] },
+): DecorationSet {
   const ranges: Range<Decoration>[] = [];
   const bulbLines = new Set<number>();
   const length = view.doc.length;
@@ -93,7 +105,10 @@ function decorationsFor(marks: FindingMark[], options: MarkOptions, view: { doc:
     const to = Math.min(Math.max(mark.to, from), length);
     if (options.underline && to > from) {
       ranges.push(
-        Decoration.mark({ class: `gpulens-finding gpulens-finding-${mark.severity}` }).range(from, to)
+        Decoration.mark({ class: `gpulens-finding gpulens-finding-${mark.severity}` }).range(
+          from,
+          to,
+        ),
       );
     }
     if (mark.fixable) {
@@ -102,7 +117,9 @@ function decorationsFor(marks: FindingMark[], options: MarkOptions, view: { doc:
   }
   for (const number of bulbLines) {
     const line = view.doc.line(number);
-    ranges.push(Decoration.widget({ widget: new BulbWidget(number, options), side: 2 }).range(line.to));
+    ranges.push(
+      Decoration.widget({ widget: new BulbWidget(number, options), side: 2 }).range(line.to),
+    );
   }
   return Decoration.set(ranges, true);
 }
@@ -123,7 +140,7 @@ const markField = StateField.define<MarkState>({
     // the findings describe the text that was analysed: an edit makes them stale
     return transaction.docChanged ? EMPTY : value;
   },
-  provide: field => EditorView.decorations.from(field, state => state.decorations)
+  provide: (field) => EditorView.decorations.from(field, (state) => state.decorations),
 });
 
 const findingHover = hoverTooltip((view, pos) => {
@@ -131,13 +148,15 @@ const findingHover = hoverTooltip((view, pos) => {
   if (!state?.options?.underline) {
     return null;
   }
-  const here = state.marks.filter(mark => mark.from <= pos && pos <= mark.to && mark.to > mark.from);
+  const here = state.marks.filter(
+    (mark) => mark.from <= pos && pos <= mark.to && mark.to > mark.from,
+  );
   if (here.length === 0) {
     return null;
   }
   return {
-    pos: Math.min(...here.map(mark => mark.from)),
-    end: Math.max(...here.map(mark => mark.to)),
+    pos: Math.min(...here.map((mark) => mark.from)),
+    end: Math.max(...here.map((mark) => mark.to)),
     above: true,
     create: () => {
       const dom = document.createElement('div');
@@ -148,7 +167,7 @@ const findingHover = hoverTooltip((view, pos) => {
         dom.append(entry);
       }
       return { dom };
-    }
+    },
   };
 });
 

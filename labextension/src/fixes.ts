@@ -24,9 +24,10 @@ import {
   findingsBetween,
   type FixAction,
   fixesOf,
-  parseAnswer
+  parseAnswer,
 } from './actions';
 import { type FindingMark, type MarkOptions, showFindings } from './findingMarks';
+import { isCodeCell } from './profile';
 
 export const FIX_COMMAND = 'gpulens:apply-fix';
 export const FIX_ALL_COMMAND = 'gpulens:fix-all-in-notebook';
@@ -50,17 +51,25 @@ interface Sent {
 
 type Reply = { answer: ActionsAnswer; sent: Sent } | { error: string };
 
-async function postActions(settings: ServerConnection.ISettings, body: ActionsRequest): Promise<ActionsAnswer | string> {
+async function postActions(
+  settings: ServerConnection.ISettings,
+  body: ActionsRequest,
+): Promise<ActionsAnswer | string> {
   const url = URLExt.join(settings.baseUrl, 'gpulens', 'analyze');
   let response: Response;
   try {
-    response = await ServerConnection.makeRequest(url, { method: 'POST', body: JSON.stringify(body) }, settings);
+    response = await ServerConnection.makeRequest(
+      url,
+      { method: 'POST', body: JSON.stringify(body) },
+      settings,
+    );
   } catch (error) {
     return String(error);
   }
   const data: unknown = await response.json().catch(() => null);
   if (!response.ok) {
-    const message = data && typeof data === 'object' ? (data as { message?: unknown }).message : null;
+    const message =
+      data && typeof data === 'object' ? (data as { message?: unknown }).message : null;
     return typeof message === 'string' ? message : `${response.status} ${response.statusText}`;
   }
   return parseAnswer(data) ?? `${response.status}: not a gpulens answer`;
@@ -68,7 +77,8 @@ async function postActions(settings: ServerConnection.ISettings, body: ActionsRe
 
 function undoManagers(panel: NotebookPanel, model: ICodeCellModel): { stopCapturing(): void }[] {
   const managers = [model.sharedModel, panel.model?.sharedModel].map(
-    shared => (shared as { undoManager?: { stopCapturing(): void } | null } | undefined)?.undoManager
+    (shared) =>
+      (shared as { undoManager?: { stopCapturing(): void } | null } | undefined)?.undoManager,
   );
   return managers.filter((manager): manager is { stopCapturing(): void } => !!manager);
 }
@@ -85,7 +95,7 @@ class NotebookAnalysis {
   constructor(
     readonly panel: NotebookPanel,
     private readonly settings: ServerConnection.ISettings,
-    private readonly draw: (analysis: NotebookAnalysis) => void
+    private readonly draw: (analysis: NotebookAnalysis) => void,
   ) {}
 
   get isPython(): boolean {
@@ -97,15 +107,19 @@ class NotebookAnalysis {
   }
 
   codeCells(): CodeCell[] {
-    return this.panel.content.widgets.filter((cell): cell is CodeCell => cell.model.type === 'code');
+    return this.panel.content.widgets.filter(isCodeCell);
   }
 
   current(): Sent {
-    const models = this.codeCells().map(cell => cell.model);
-    return { models, texts: models.map(model => model.sharedModel.getSource()) };
+    const models = this.codeCells().map((cell) => cell.model);
+    return { models, texts: models.map((model) => model.sharedModel.getSource()) };
   }
 
   /** Whether the answer is about the cells as they are now. */
+  closed(): boolean {
+    return this.panel.isDisposed;
+  }
+
   isFresh(): boolean {
     if (!this.answer || !this.sent) {
       return false;
@@ -138,7 +152,8 @@ class NotebookAnalysis {
     this.running = true;
     try {
       const reply = await this.request({});
-      if ('answer' in reply && !this.panel.isDisposed) {
+      // the panel may have closed while the request ran
+      if ('answer' in reply && !this.closed()) {
         this.answer = reply.answer;
         this.sent = reply.sent;
         this.draw(this);
@@ -170,8 +185,12 @@ class NotebookAnalysis {
    * nothing changed) when a cell no longer holds the text that was analysed.
    */
   apply(sent: Sent, changes: readonly CellChange[]): boolean {
-    const targets = changes.map(change => ({ model: sent.models[change.cell], change }));
-    if (targets.some(({ model, change }) => !model || model.sharedModel.getSource() !== sent.texts[change.cell])) {
+    const targets = changes.map((change) => ({ model: sent.models[change.cell], change }));
+    if (
+      targets.some(
+        ({ model, change }) => !model || model.sharedModel.getSource() !== sent.texts[change.cell],
+      )
+    ) {
       this.schedule();
       return false;
     }
@@ -181,11 +200,22 @@ class NotebookAnalysis {
       }
       const shared = model.sharedModel;
       const managers = undoManagers(this.panel, model);
-      managers.forEach(manager => manager.stopCapturing());
-      shared.transact(() => {
-        applyEdits({ replace: (from, to, insert) => shared.updateSource(from, to, insert) }, change.edits);
+      managers.forEach((manager) => {
+        manager.stopCapturing();
       });
-      managers.forEach(manager => manager.stopCapturing());
+      shared.transact(() => {
+        applyEdits(
+          {
+            replace: (from, to, insert) => {
+              shared.updateSource(from, to, insert);
+            },
+          },
+          change.edits,
+        );
+      });
+      managers.forEach((manager) => {
+        manager.stopCapturing();
+      });
     }
     return true;
   }
@@ -209,7 +239,12 @@ export function registerFixes(app: JupyterFrontEnd, tracker: INotebookTracker): 
   const analyses = new Map<NotebookPanel, NotebookAnalysis>();
   const underline = !app.hasPlugin(LSP_DIAGNOSTICS_PLUGIN);
 
-  function openFixes(analysis: NotebookAnalysis, cell: number, line: number, anchor: HTMLElement): void {
+  function openFixes(
+    analysis: NotebookAnalysis,
+    cell: number,
+    line: number,
+    anchor: HTMLElement,
+  ): void {
     const menu = new Menu({ commands: app.commands });
     menu.addClass('gpulens-fix-menu');
     const target = { cell, line };
@@ -236,17 +271,19 @@ export function registerFixes(app: JupyterFrontEnd, tracker: INotebookTracker): 
       if (!view || analysis.sent?.models[index] !== cell.model) {
         return;
       }
-      const marks: FindingMark[] = (answer.cells[index]?.findings ?? []).map(finding => ({
+      const marks: FindingMark[] = (answer.cells[index]?.findings ?? []).map((finding) => ({
         from: finding.from,
         to: finding.to,
         severity: finding.severity,
         hover: finding.hover,
-        fixable: finding.fixes.some(fix => fix.cells.length > 0)
+        fixable: finding.fixes.some((fix) => fix.cells.length > 0),
       }));
       const options: MarkOptions = {
         underline,
         bulbTitle: answer.bulb_title,
-        openFixes: (line, anchor) => openFixes(analysis, index, line, anchor)
+        openFixes: (line, anchor) => {
+          openFixes(analysis, index, line, anchor);
+        },
       };
       showFindings(view, marks, options);
     });
@@ -256,9 +293,11 @@ export function registerFixes(app: JupyterFrontEnd, tracker: INotebookTracker): 
     const analysis = new NotebookAnalysis(panel, settings, draw);
     analyses.set(panel, analysis);
     void panel.context.ready.then(async () => {
-      panel.model?.contentChanged.connect(() => analysis.schedule());
+      panel.model?.contentChanged.connect(() => {
+        analysis.schedule();
+      });
       await panel.revealed;
-      await Promise.all(analysis.codeCells().map(cell => cell.ready));
+      await Promise.all(analysis.codeCells().map((cell) => cell.ready));
       await analysis.refresh();
     });
     panel.disposed.connect(() => {
@@ -267,7 +306,12 @@ export function registerFixes(app: JupyterFrontEnd, tracker: INotebookTracker): 
     });
   });
 
-  function fixesAtLine(analysis: NotebookAnalysis, cell: number, view: EditorView, line: number): FixAction[] {
+  function fixesAtLine(
+    analysis: NotebookAnalysis,
+    cell: number,
+    view: EditorView,
+    line: number,
+  ): FixAction[] {
     if (!analysis.answer || line < 1 || line > view.state.doc.lines) {
       return [];
     }
@@ -287,17 +331,23 @@ export function registerFixes(app: JupyterFrontEnd, tracker: INotebookTracker): 
       const view = viewOf(cells[args.cell]);
       return view ? { analysis, cell: args.cell, view, line: args.line } : null;
     }
-    const hit = app.contextMenuHitTest(node => node.classList.contains('cm-line'));
-    const view = hit ? EditorView.findFromDOM(hit) : viewOf(cells.find(cell => cell === panel?.content.activeCell));
+    const hit = app.contextMenuHitTest((node) => node.classList.contains('cm-line'));
+    const view = hit
+      ? EditorView.findFromDOM(hit)
+      : viewOf(cells.find((cell) => cell === panel?.content.activeCell));
     if (!view) {
       return null;
     }
-    const cell = cells.findIndex(candidate => viewOf(candidate) === view);
+    const cell = cells.findIndex((candidate) => viewOf(candidate) === view);
     const position = hit ? view.posAtDOM(hit) : view.state.selection.main.head;
     return cell < 0 ? null : { analysis, cell, view, line: view.state.doc.lineAt(position).number };
   }
 
-  function fixAt(args: { cell?: unknown; line?: unknown; slot?: unknown }): { target: LineTarget; fix: FixAction } | null {
+  function fixAt(args: {
+    cell?: unknown;
+    line?: unknown;
+    slot?: unknown;
+  }): { target: LineTarget; fix: FixAction } | null {
     const target = lineTarget(args);
     if (!target || !target.analysis.isFresh() || typeof args.slot !== 'number') {
       return null;
@@ -307,14 +357,14 @@ export function registerFixes(app: JupyterFrontEnd, tracker: INotebookTracker): 
   }
 
   app.commands.addCommand(FIX_COMMAND, {
-    label: args => fixAt(args)?.fix.label ?? '',
-    isVisible: args => fixAt(args) !== null,
-    execute: args => {
+    label: (args) => fixAt(args)?.fix.label ?? '',
+    isVisible: (args) => fixAt(args) !== null,
+    execute: (args) => {
       const found = fixAt(args);
       if (found?.target.analysis.sent) {
         found.target.analysis.apply(found.target.analysis.sent, found.fix.cells);
       }
-    }
+    },
   });
 
   function currentAnalysis(): NotebookAnalysis | null {
@@ -337,11 +387,16 @@ export function registerFixes(app: JupyterFrontEnd, tracker: INotebookTracker): 
       }
       const changes = reply.answer.fix_all?.cells ?? [];
       analysis.apply(reply.sent, changes);
-    }
+    },
   });
 
   /** The selected text of the cell right-clicked (or the active cell), if any is selected. */
-  function selectionTarget(): { analysis: NotebookAnalysis; cell: number; from: number; to: number } | null {
+  function selectionTarget(): {
+    analysis: NotebookAnalysis;
+    cell: number;
+    from: number;
+    to: number;
+  } | null {
     const target = lineTarget({});
     if (!target) {
       return null;
@@ -356,9 +411,9 @@ export function registerFixes(app: JupyterFrontEnd, tracker: INotebookTracker): 
   }
 
   app.commands.addCommand(REFACTOR_COMMAND, {
-    label: args => refactorEntry(args)?.label ?? '',
-    isVisible: args => refactorEntry(args) !== null && selectionTarget() !== null,
-    execute: async args => {
+    label: (args) => refactorEntry(args)?.label ?? '',
+    isVisible: (args) => refactorEntry(args) !== null && selectionTarget() !== null,
+    execute: async (args) => {
       const entry = refactorEntry(args);
       const target = selectionTarget();
       const answer = target?.analysis.answer;
@@ -367,13 +422,13 @@ export function registerFixes(app: JupyterFrontEnd, tracker: INotebookTracker): 
       }
       const request: Omit<ActionsRequest, 'cells'> = {
         selection: { cell: target.cell, from: target.from, to: target.to },
-        refactor: entry.id
+        refactor: entry.id,
       };
       if (entry.asks_device) {
         const chosen = await InputDialog.getText({
           title: entry.label,
           label: answer.device_prompt,
-          text: answer.device
+          text: answer.device,
         });
         if (!chosen.button.accept || !chosen.value) {
           return;
@@ -391,7 +446,7 @@ export function registerFixes(app: JupyterFrontEnd, tracker: INotebookTracker): 
       } else if (result) {
         target.analysis.apply(reply.sent, result.cells);
       }
-    }
+    },
   });
 
   // first in the cell's context menu, as a group of their own (empty separators collapse)

@@ -6,14 +6,13 @@
 import type { JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
 import { ICommandPalette } from '@jupyterlab/apputils';
 import { INotebookTracker, NotebookActions } from '@jupyterlab/notebook';
-import type { CodeCell } from '@jupyterlab/cells';
 import { IRenderMimeRegistry, MimeModel } from '@jupyterlab/rendermime';
 import { IStatusBar } from '@jupyterlab/statusbar';
 import { LabIcon } from '@jupyterlab/ui-components';
 
 import { registerFixes } from './fixes';
 import type { MarkdownRenderer } from './decorations';
-import { activeCodeCell, drawCellProfile, profileCell } from './profile';
+import { activeCodeCell, drawCellProfile, isCodeCell, profileCell } from './profile';
 import { GpuStatusItem } from './status';
 
 export const PROFILE_COMMAND = 'gpulens:profile-cell';
@@ -22,7 +21,7 @@ const profileIcon = new LabIcon({
   name: 'gpulens:profile',
   svgstr:
     '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 24 24"><g class="jp-icon3" fill="#616161">' +
-    '<path d="M3 20h18v2H3zM5 10h3v8H5zm5.5-6h3v14h-3zM16 13h3v5h-3z"/></g></svg>'
+    '<path d="M3 20h18v2H3zM5 10h3v8H5zm5.5-6h3v14h-3zM16 13h3v5h-3z"/></g></svg>',
 });
 
 const statusPlugin: JupyterFrontEndPlugin<void> = {
@@ -36,14 +35,16 @@ const statusPlugin: JupyterFrontEndPlugin<void> = {
     }
     const item = new GpuStatusItem();
     statusBar.registerStatusItem('gpulens:status', { item, align: 'left', rank: 100 });
-  }
+  },
 };
 
 /** The lab's own Markdown renderer, sanitizing as it does for untrusted output. */
 function markdownRenderer(rendermime: IRenderMimeRegistry): MarkdownRenderer {
   return async (markdown, host) => {
     const renderer = rendermime.createRenderer('text/markdown');
-    await renderer.renderModel(new MimeModel({ data: { 'text/markdown': markdown }, trusted: false }));
+    await renderer.renderModel(
+      new MimeModel({ data: { 'text/markdown': markdown }, trusted: false }),
+    );
     host.replaceChildren(renderer.node);
   };
 }
@@ -58,13 +59,13 @@ const profilePlugin: JupyterFrontEndPlugin<void> = {
     app: JupyterFrontEnd,
     tracker: INotebookTracker,
     rendermime: IRenderMimeRegistry,
-    palette: ICommandPalette | null
+    palette: ICommandPalette | null,
   ) => {
     const renderMarkdown = markdownRenderer(rendermime);
     app.commands.addCommand(PROFILE_COMMAND, {
       label: 'Profile cell on GPU',
       caption: 'Run this cell under %%gpulens and show per-line GPU costs beside its lines',
-      icon: args => (args.toolbar ? profileIcon : undefined),
+      icon: (args) => (args.toolbar ? profileIcon : undefined),
       isEnabled: () => activeCodeCell(tracker.currentWidget) !== null,
       execute: async () => {
         const panel = tracker.currentWidget;
@@ -72,27 +73,27 @@ const profilePlugin: JupyterFrontEndPlugin<void> = {
         if (panel && cell) {
           await profileCell(panel, cell, renderMarkdown);
         }
-      }
+      },
     });
     palette?.addItem({ command: PROFILE_COMMAND, category: 'gpulens' });
 
     // a cell run with `%%gpulens` typed in it, or a notebook saved with a profile, draws too
     NotebookActions.executed.connect((_, { cell }) => {
-      if (cell.model.type === 'code') {
-        drawCellProfile(cell as CodeCell, renderMarkdown);
+      if (isCodeCell(cell)) {
+        drawCellProfile(cell, renderMarkdown);
       }
     });
     tracker.widgetAdded.connect((_, panel) => {
       void panel.revealed.then(async () => {
         for (const cell of panel.content.widgets) {
-          if (cell.model.type === 'code') {
+          if (isCodeCell(cell)) {
             await cell.ready;
-            drawCellProfile(cell as CodeCell, renderMarkdown);
+            drawCellProfile(cell, renderMarkdown);
           }
         }
       });
     });
-  }
+  },
 };
 
 const fixesPlugin: JupyterFrontEndPlugin<void> = {
@@ -100,7 +101,9 @@ const fixesPlugin: JupyterFrontEndPlugin<void> = {
   description: 'Quick-fixes, "Fix all in notebook" and selection refactors in notebook cells.',
   autoStart: true,
   requires: [INotebookTracker],
-  activate: (app: JupyterFrontEnd, tracker: INotebookTracker) => registerFixes(app, tracker)
+  activate: (app: JupyterFrontEnd, tracker: INotebookTracker) => {
+    registerFixes(app, tracker);
+  },
 };
 
 export default [statusPlugin, profilePlugin, fixesPlugin];

@@ -24,7 +24,9 @@ function str(value: unknown): string | null {
 }
 
 function strings(value: unknown): string[] {
-  return Array.isArray(value) ? value.filter((item): item is string => typeof item === 'string') : [];
+  return Array.isArray(value)
+    ? value.filter((item): item is string => typeof item === 'string')
+    : [];
 }
 
 function objects(value: unknown): Json[] {
@@ -33,7 +35,9 @@ function objects(value: unknown): Json[] {
 
 /** `gpulens.status/2`, `gpulens.profile/2.1`, …: the major version this client reads. */
 function readable(data: unknown, kind: 'status' | 'profile'): data is Json {
-  return isObject(data) && new RegExp(`^gpulens\\.${kind}/2(\\.\\d+)*$`).test(String(data.schema ?? ''));
+  return (
+    isObject(data) && new RegExp(`^gpulens\\.${kind}/2(\\.\\d+)*$`).test(str(data.schema) ?? '')
+  );
 }
 
 // -- gpulens.status/2 ---------------------------------------------------------------------------
@@ -74,7 +78,7 @@ export function parseStatus(data: unknown): StatusView | null {
     if (index !== null) {
       samples.set(index, {
         utilization: num(gpu.utilization_pct) ?? 0,
-        memory: total ? (100 * (num(gpu.memory_used_bytes) ?? 0)) / total : 0
+        memory: total ? (100 * (num(gpu.memory_used_bytes) ?? 0)) / total : 0,
       });
     }
   }
@@ -91,12 +95,12 @@ export function parseStatus(data: unknown): StatusView | null {
       heading: str(gpu.heading) ?? '',
       line: str(gpu.line) ?? '',
       processes: (Array.isArray(gpu.processes) ? gpu.processes : []).map(strings),
-      processesNote: str(gpu.processes_note)
+      processesNote: str(gpu.processes_note),
     })),
     history: { utilization: str(history.utilization) ?? '', memory: str(history.memory) ?? '' },
     frameworksHeading: str(frameworks.heading) ?? '',
     frameworks: strings(frameworks.lines),
-    samples
+    samples,
   };
 }
 
@@ -106,7 +110,7 @@ export function explainStatusError(httpStatus: number | null): { text: string; t
   if (httpStatus === null) {
     return {
       text: 'GPU status: server unreachable',
-      title: 'gpulens could not reach the Jupyter server; it retries every few seconds.'
+      title: 'gpulens could not reach the Jupyter server; it retries every few seconds.',
     };
   }
   if (httpStatus === 404) {
@@ -115,18 +119,18 @@ export function explainStatusError(httpStatus: number | null): { text: string; t
       title:
         'The gpulens server extension is not enabled: install gpulens[jupyter] in the ' +
         "server's environment and restart JupyterLab " +
-        '(or run `jupyter server extension enable gpulens.jupyter`).'
+        '(or run `jupyter server extension enable gpulens.jupyter`).',
     };
   }
   if (httpStatus === 401 || httpStatus === 403) {
     return {
       text: 'GPU status: not authorized',
-      title: `The server refused /gpulens/status (HTTP ${httpStatus}): log in again, or ask the server's admin to allow the "gpulens" resource.`
+      title: `The server refused /gpulens/status (HTTP ${httpStatus}): log in again, or ask the server's admin to allow the "gpulens" resource.`,
     };
   }
   return {
     text: `GPU status: error ${httpStatus}`,
-    title: `The server answered HTTP ${httpStatus} to /gpulens/status; its log says why.`
+    title: `The server answered HTTP ${httpStatus} to /gpulens/status; its log says why.`,
   };
 }
 
@@ -148,15 +152,21 @@ export function parseProfile(data: unknown): ProfiledLine[] | null {
   if (!readable(data, 'profile')) {
     return null;
   }
-  return objects(data.lines)
-    .filter(line => num(line.line) !== null)
-    .map(line => ({
-      line: num(line.line)!,
-      label: str(line.label) ?? '',
-      hover: str(line.hover) ?? '',
-      heat: Math.min(1, Math.max(0, num(line.heat) ?? 0)),
-      hits: num(line.hits) ?? 0
-    }));
+  return objects(data.lines).flatMap((line) => {
+    const at = num(line.line);
+    if (at === null) {
+      return [];
+    }
+    return [
+      {
+        line: at,
+        label: str(line.label) ?? '',
+        hover: str(line.hover) ?? '',
+        heat: Math.min(1, Math.max(0, num(line.heat) ?? 0)),
+        hits: num(line.hits) ?? 0,
+      },
+    ];
+  });
 }
 
 /**
@@ -175,7 +185,12 @@ export function startsWithMagicLine(source: string): boolean {
 // -- sparkline ----------------------------------------------------------------------------------
 
 /** SVG polyline points for `values` in [0, max], oldest left, in a width × height box. */
-export function sparklinePoints(values: number[], width: number, height: number, max: number): string {
+export function sparklinePoints(
+  values: number[],
+  width: number,
+  height: number,
+  max: number,
+): string {
   if (values.length === 0 || max <= 0) {
     return '';
   }

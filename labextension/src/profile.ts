@@ -5,11 +5,10 @@
 
 import type { ISessionContext } from '@jupyterlab/apputils';
 import { Notification } from '@jupyterlab/apputils';
-import type { CodeCell } from '@jupyterlab/cells';
+import type { Cell, CodeCell } from '@jupyterlab/cells';
 import type { CodeMirrorEditor } from '@jupyterlab/codemirror';
 import type { NotebookPanel } from '@jupyterlab/notebook';
 import { OutputArea } from '@jupyterlab/outputarea';
-import type { KernelMessage } from '@jupyterlab/services';
 
 import { type MarkdownRenderer, marksFor, showCosts } from './decorations';
 import { parseProfile, PROFILE_MIME, type ProfiledLine, startsWithMagicLine } from './payloads';
@@ -26,9 +25,9 @@ async function loadExtension(sessionContext: ISessionContext): Promise<string | 
     code: LOAD_EXTENSION,
     silent: true,
     store_history: false,
-    stop_on_error: false
+    stop_on_error: false,
   });
-  const reply = (await future.done) as KernelMessage.IExecuteReplyMsg;
+  const reply = await future.done;
   if (reply.content.status === 'ok') {
     return null;
   }
@@ -62,7 +61,11 @@ export function drawCellProfile(cell: CodeCell, renderMarkdown: MarkdownRenderer
     return false;
   }
   const source = cell.model.sharedModel.getSource();
-  showCosts(editor.editor, lines ? marksFor(lines, startsWithMagicLine(source)) : [], renderMarkdown);
+  showCosts(
+    editor.editor,
+    lines ? marksFor(lines, startsWithMagicLine(source)) : [],
+    renderMarkdown,
+  );
   return lines !== null;
 }
 
@@ -70,7 +73,11 @@ export function drawCellProfile(cell: CodeCell, renderMarkdown: MarkdownRenderer
  * Runs `cell` as a normal run would (outputs cleared, prompt shows `[*]`, then the new
  * execution count), with `%%gpulens` as the first line of the code sent, not of the source.
  */
-export async function profileCell(panel: NotebookPanel, cell: CodeCell, renderMarkdown: MarkdownRenderer): Promise<void> {
+export async function profileCell(
+  panel: NotebookPanel,
+  cell: CodeCell,
+  renderMarkdown: MarkdownRenderer,
+): Promise<void> {
   const sessionContext = panel.sessionContext;
   const source = cell.model.sharedModel.getSource();
   if (!source.trim()) {
@@ -89,13 +96,10 @@ export async function profileCell(panel: NotebookPanel, cell: CodeCell, renderMa
   const code = startsWithMagicLine(source) ? source : `%%gpulens --cell ${place}\n${source}`;
   const model = cell.model;
   showCosts((cell.editor as CodeMirrorEditor).editor, [], renderMarkdown);
-  model.sharedModel.transact(
-    () => {
-      model.clearExecution();
-      cell.outputHidden = false;
-    },
-    false
-  );
+  model.sharedModel.transact(() => {
+    model.clearExecution();
+    cell.outputHidden = false;
+  }, false);
   model.executionState = 'running';
   model.trusted = true;
   try {
@@ -114,8 +118,13 @@ export async function profileCell(panel: NotebookPanel, cell: CodeCell, renderMa
   }
 }
 
+/** Whether a notebook cell is a code cell (its model says so). */
+export function isCodeCell(cell: Cell): cell is CodeCell {
+  return cell.model.type === 'code';
+}
+
 /** The active code cell of the panel, if any. */
 export function activeCodeCell(panel: NotebookPanel | null): CodeCell | null {
   const cell = panel?.content.activeCell;
-  return cell && cell.model.type === 'code' ? (cell as CodeCell) : null;
+  return cell && isCodeCell(cell) ? cell : null;
 }

@@ -10,7 +10,13 @@ import { showPopup } from '@jupyterlab/statusbar';
 import { Poll } from '@lumino/polling';
 import { Widget } from '@lumino/widgets';
 
-import { explainStatusError, History, parseStatus, sparklinePoints, type StatusView } from './payloads';
+import {
+  explainStatusError,
+  History,
+  parseStatus,
+  sparklinePoints,
+  type StatusView,
+} from './payloads';
 
 const POLL_MS = 2000;
 /** Five minutes of samples at one per poll. */
@@ -50,14 +56,16 @@ export class GpuStatusItem extends Widget {
     this.addClass('gpulens-status');
     this.node.textContent = 'GPU …';
     this.node.title = 'gpulens: reading the GPU status';
-    this.node.addEventListener('click', () => this.openPopup());
+    this.node.addEventListener('click', () => {
+      this.openPopup();
+    });
     this.poll = new Poll({
       auto: true,
       factory: () => this.refresh(),
       frequency: { interval: POLL_MS, backoff: false },
       linger: 0,
       name: 'gpulens:status',
-      standby: 'when-hidden'
+      standby: 'when-hidden',
     });
   }
 
@@ -88,7 +96,10 @@ export class GpuStatusItem extends Widget {
     for (const [index, sample] of status.samples) {
       let history = this.histories.get(index);
       if (!history) {
-        history = { utilization: new History(HISTORY_SAMPLES), memory: new History(HISTORY_SAMPLES) };
+        history = {
+          utilization: new History(HISTORY_SAMPLES),
+          memory: new History(HISTORY_SAMPLES),
+        };
         this.histories.set(index, history);
       }
       history.utilization.push(sample.utilization);
@@ -108,7 +119,7 @@ export class GpuStatusItem extends Widget {
 function element<K extends keyof HTMLElementTagNameMap>(
   tag: K,
   text?: string,
-  className?: string
+  className?: string,
 ): HTMLElementTagNameMap[K] {
   const node = document.createElement(tag);
   if (text !== undefined) {
@@ -135,11 +146,17 @@ function sparkline(values: number[], label: string): SVGSVGElement {
 }
 
 /** Fills `node` with the details of the last reading. */
-function renderDetails(node: HTMLElement, reading: Reading | null, histories: Map<number, GpuHistory>): void {
+function renderDetails(
+  node: HTMLElement,
+  reading: Reading | null,
+  histories: Map<number, GpuHistory>,
+): void {
   node.replaceChildren();
   if (reading === null || 'error' in reading) {
     const title = reading === null ? null : explainStatusError(reading.error).title;
-    node.appendChild(element('p', title ?? 'Reading the GPU status…', title ? 'gpulens-popup-error' : undefined));
+    node.appendChild(
+      element('p', title ?? 'Reading the GPU status…', title ? 'gpulens-popup-error' : undefined),
+    );
     return;
   }
   const status = reading.status;
@@ -159,7 +176,7 @@ function renderDetails(node: HTMLElement, reading: Reading | null, histories: Ma
         element('span', status.history.utilization),
         sparkline(history.utilization.values(), `${gpu.heading}: ${status.history.utilization}`),
         element('span', status.history.memory),
-        sparkline(history.memory.values(), `${gpu.heading}: ${status.history.memory}`)
+        sparkline(history.memory.values(), `${gpu.heading}: ${status.history.memory}`),
       );
       section.appendChild(charts);
     }
@@ -167,7 +184,7 @@ function renderDetails(node: HTMLElement, reading: Reading | null, histories: Ma
       const table = element('table', undefined, 'gpulens-processes');
       for (const process of gpu.processes) {
         const row = element('tr');
-        row.append(...process.map(cell => element('td', cell)));
+        row.append(...process.map((cell) => element('td', cell)));
         table.appendChild(row);
       }
       section.appendChild(table);

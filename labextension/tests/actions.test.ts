@@ -4,7 +4,14 @@ import { join } from 'node:path';
 
 import { describe, expect, it } from 'vitest';
 
-import { type ActionsAnswer, applyEdits, type CellChange, findingsBetween, fixesOf, parseAnswer } from '../src/actions';
+import {
+  type ActionsAnswer,
+  applyEdits,
+  type CellChange,
+  findingsBetween,
+  fixesOf,
+  parseAnswer,
+} from '../src/actions';
 
 const REPO = join(__dirname, '..', '..');
 const PYTHON = process.env.GPULENS_PYTHON ?? join(REPO, '.venv', 'bin', 'python');
@@ -62,7 +69,7 @@ function applied(cells: string[], changes: CellChange[]): string[] {
       text: after[change.cell] ?? '',
       replace(from: number, to: number, insert: string) {
         this.text = this.text.slice(0, from) + insert + this.text.slice(to);
-      }
+      },
     };
     applyEdits(holder, change.edits);
     after[change.cell] = holder.text;
@@ -87,14 +94,14 @@ describe('the answer of POST /gpulens/analyze', () => {
     const lineStart = cell.indexOf('    total +=');
     const lineEnd = cell.indexOf('\n', lineStart);
     const here = findingsBetween(answer, 1, lineStart, lineEnd);
-    expect(here.map(finding => finding.code)).toContain('GPU001');
+    expect(here.map((finding) => finding.code)).toContain('GPU001');
     expect(findingsBetween(answer, 1, 0, cell.indexOf('\n'))).toEqual([]);
     const fix = fixesOf(here)[0];
     expect(fix?.label).toBe(`gpulens: ${fix?.title}`);
   });
 
   it("applies a fix's edits to the same text as the Python side", () => {
-    const finding = (answer.cells[1]?.findings ?? []).find(entry => entry.code === 'GPU001');
+    const finding = (answer.cells[1]?.findings ?? []).find((entry) => entry.code === 'GPU001');
     const fix = finding?.fixes[0];
     expect(fix).toBeDefined();
     expect(applied(generated.cells, fix?.cells ?? [])).toEqual(generated.fix);
@@ -108,6 +115,8 @@ describe('the answer of POST /gpulens/analyze', () => {
   it('applies a refactor to the same text as the Python side', () => {
     expect(answer.refactor?.title).toBe('Move to device (cuda:1)');
     expect(applied(generated.cells, answer.refactor?.cells ?? [])).toEqual(generated.refactor);
-    expect(answer.refactors.filter(entry => entry.asks_device).map(entry => entry.id)).toEqual(['move_to_device']);
+    expect(answer.refactors.filter((entry) => entry.asks_device).map((entry) => entry.id)).toEqual([
+      'move_to_device',
+    ]);
   });
 });

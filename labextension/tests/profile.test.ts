@@ -2,15 +2,20 @@ import { describe, expect, it } from 'vitest';
 
 import { marksFor } from '../src/decorations';
 import { editorLine, parseProfile, startsWithMagicLine } from '../src/payloads';
-import { payload, payloads, type Json } from './payloads';
+import { drawsField, fields, payload, payloads, type Json } from './payloads';
 
 describe('every profile payload the server makes, as the lab draws it', () => {
   const all = payloads('profile');
 
   it('has recorded GPU captures, notebook payloads, a host run and failed runs', () => {
     const names = all.map(([name]) => name);
-    expect(names.filter(name => name.startsWith('profile-recorded-')).length).toBeGreaterThan(0);
-    for (const name of ['profile-notebook-train_step', 'profile-host', 'profile-synthetic', 'profile-failed-Timeout']) {
+    expect(names.filter((name) => name.startsWith('profile-recorded-')).length).toBeGreaterThan(0);
+    for (const name of [
+      'profile-notebook-train_step',
+      'profile-host',
+      'profile-synthetic',
+      'profile-failed-Timeout',
+    ]) {
       expect(names).toContain(name);
     }
   });
@@ -23,9 +28,28 @@ describe('every profile payload the server makes, as the lab draws it', () => {
         hits: line.hits,
         heat: line.heat,
         label: line.label,
-        hover: line.hover
-      }))
+        hover: line.hover,
+      })),
     );
+  });
+});
+
+/** The run's words and table: the cell's output shows them, as the HTML and text the magic
+ * displays beside the payload (Python renders both from the same display block). */
+const CELL_OUTPUT_FIELDS = ['display'];
+
+describe('every field the server writes for drawing is drawn, or left to the cell output', () => {
+  const drawn = fields('profile').filter(
+    ([, all]) => !CELL_OUTPUT_FIELDS.includes(String(all[0]!.path[0])),
+  );
+
+  it('draws something at the lines', () => {
+    expect(drawn.map(([name]) => name)).toContain('lines.[].label');
+  });
+
+  it.each(drawn)('%s', (_name, all) => {
+    const draw = (data: Json): string => JSON.stringify(marksFor(parseProfile(data)!, true));
+    for (const field of all) expect(drawsField(draw, field), field.payload).toBe(true);
   });
 });
 
@@ -35,8 +59,8 @@ describe('reading', () => {
   it('maps payload lines to editor lines, with and without a %%gpulens line in the source', () => {
     expect(editorLine(2, false)).toBe(1);
     expect(editorLine(2, true)).toBe(2);
-    expect(marksFor(parseProfile(notebook)!, false).map(mark => mark.line)).toEqual(
-      notebook.lines.map((line: Json) => line.line - 1)
+    expect(marksFor(parseProfile(notebook)!, false).map((mark) => mark.line)).toEqual(
+      notebook.lines.map((line: Json) => line.line - 1),
     );
     expect(startsWithMagicLine('%%gpulens --backend host\nx = 1')).toBe(true);
     expect(startsWithMagicLine('x = 1\n%%gpulens')).toBe(false);
@@ -47,11 +71,16 @@ describe('reading', () => {
     const lines = parseProfile({
       ...notebook,
       more: true,
-      lines: [{ ...notebook.lines[0], brand_new: { x: 1 }, heat: 7 }, { label: 'no line' }, 'not a line', { line: 3, label: 4 }]
+      lines: [
+        { ...notebook.lines[0], brand_new: { x: 1 }, heat: 7 },
+        { label: 'no line' },
+        'not a line',
+        { line: 3, label: 4 },
+      ],
     })!;
-    expect(lines.map(line => [line.line, line.label, line.heat])).toEqual([
+    expect(lines.map((line) => [line.line, line.label, line.heat])).toEqual([
       [notebook.lines[0].line, notebook.lines[0].label, 1],
-      [3, '', 0]
+      [3, '', 0],
     ]);
   });
 

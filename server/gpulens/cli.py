@@ -12,10 +12,28 @@ import os
 import sys
 from collections.abc import Sequence
 
-from gpulens import __version__
 from gpulens.commands._usage import OneLineParser
 
 SUBCOMMANDS = ("check", "serve", "status", "doctor", "profile")
+
+
+class _PrintVersion(argparse.Action):
+    """`--version`: the installed version, read only when asked for (see `gpulens.__version__`)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, help: str | None = None) -> None:
+        super().__init__(option_strings, argparse.SUPPRESS, nargs=0, help=help)
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: object,
+        option_string: str | None = None,
+    ) -> None:
+        import gpulens
+
+        sys.stdout.write(f"gpulens {gpulens.__version__}\n")
+        parser.exit()
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -23,7 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="gpulens",
         description="See and fix what your Python code does to the GPU.",
     )
-    parser.add_argument("--version", action="version", version=f"gpulens {__version__}")
+    parser.add_argument("--version", action=_PrintVersion, help="show the version and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in SUBCOMMANDS:
         try:

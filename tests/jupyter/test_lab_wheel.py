@@ -41,6 +41,7 @@ CACHE = REPO / ".cache" / "lab-wheel"
 WHEEL_INPUTS = [
     "pyproject.toml",
     "README.md",
+    "LICENSE",
     "server/gpulens",
     "jupyter-config",
     "labextension/src",

@@ -1,27 +1,19 @@
 """`GET /gpulens/status`, `/gpulens/doctor` and `POST /gpulens/analyze` on a real
 `jupyter server`, behind its token.
 
-The extension is enabled the way an installed wheel enables it: the shipped
-`jupyter_server_config.d/gpulens.json` is copied into the server's config dir (an editable
-install does not put it in place), so these tests also prove that file works.
+The extension is enabled the way an installed wheel enables it (`running_jupyter.py`), so
+these tests also prove the shipped config file works.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import secrets
-import shutil
-import socket
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 from offset_edits import apply_action, utf16_offset
+from running_jupyter import SHIPPED_CONFIG, Server, running_server
 
 from gpulens.analysis import analyze_cells
 from gpulens.analysis.config import load_config
@@ -33,96 +25,11 @@ from gpulens.analysis.refactors import refactor
 requests = pytest.importorskip("requests")
 pytest.importorskip("jupyter_server")
 
-REPO = Path(__file__).resolve().parents[2]
-SHIPPED_CONFIG = REPO / "jupyter-config" / "jupyter_server_config.d" / "gpulens.json"
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-class Server:
-    def __init__(self, url: str, token: str, root: Path) -> None:
-        self.url = url
-        self.token = token
-        self.root = root
-
-    def get(self, path: str, token: str | None = None, **params: str):
-        headers = {"Authorization": f"token {token}"} if token else {}
-        return requests.get(f"{self.url}{path}", headers=headers, params=params, timeout=120)
-
-    def analyze(self, body: Any, token: str | None = None):
-        """`POST /gpulens/analyze` with ``body`` (JSON, or bytes sent as they are)."""
-        headers = {"Authorization": f"token {token}"} if token else {}
-        data = body if isinstance(body, bytes) else json.dumps(body).encode()
-        return requests.post(f"{self.url}/gpulens/analyze", data=data, headers=headers, timeout=120)
-
-    def browser_session(self) -> Any:
-        """A session logged in the way a browser is: a login cookie and an `_xsrf` cookie."""
-        session = requests.Session()
-        assert session.get(f"{self.url}/login", params={"token": self.token}).ok
-        assert "_xsrf" in session.cookies
-        return session
-
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    home = tmp_path_factory.mktemp("jupyter")
-    config_dir = home / "config"
-    (config_dir / "jupyter_server_config.d").mkdir(parents=True)
-    shutil.copy(SHIPPED_CONFIG, config_dir / "jupyter_server_config.d" / "gpulens.json")
-    root = home / "root"
-    root.mkdir()
-    port, token = _free_port(), secrets.token_hex(16)
-    env = dict(
-        os.environ,
-        JUPYTER_CONFIG_DIR=str(config_dir),
-        JUPYTER_CONFIG_PATH=str(config_dir),
-        JUPYTER_DATA_DIR=str(home / "data"),
-        JUPYTER_RUNTIME_DIR=str(home / "runtime"),
-        JUPYTER_PLATFORM_DIRS="1",
-    )
-    log = (home / "server.log").open("w")
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "jupyter_server",
-            "--ip=127.0.0.1",
-            f"--port={port}",
-            "--port-retries=0",
-            f"--IdentityProvider.token={token}",
-            "--ServerApp.open_browser=False",
-            f"--ServerApp.root_dir={root}",
-            # CI containers often run as root; the server refuses that unless told.
-            *(["--allow-root"] if hasattr(os, "geteuid") and os.geteuid() == 0 else []),
-        ],
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    try:
-        while True:
-            try:
-                if requests.get(f"{url}/api", timeout=2).ok:
-                    break
-            except requests.ConnectionError:
-                pass
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError((home / "server.log").read_text())
-            time.sleep(0.2)
-        yield Server(url, token, root)
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-        log.close()
+    with running_server(tmp_path_factory.mktemp("jupyter")) as running:
+        yield running
 
 
 def test_shipped_config_enables_an_extension_that_exists() -> None:

@@ -169,9 +169,10 @@ async def test_bad_settings_warn_and_keep_the_server_running(
     client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings=None))
     await wait_until(lambda: len(client.messages) >= 3)
     warnings = [m.message for m in client.messages if m.type == types.MessageType.Warning]
-    assert any("tpu:banana" in m for m in warnings), warnings
-    assert any("NOTACODE" in m for m in warnings), warnings
-    assert any("loud" in m for m in warnings), warnings
+    # each names the setting it is about, as the editor's settings UI spells it
+    assert any("gpulens.device" in m and "tpu:banana" in m for m in warnings), warnings
+    assert any("gpulens.rules.ignore" in m and "NOTACODE" in m for m in warnings), warnings
+    assert any("gpulens.rules.severity" in m and "loud" in m for m in warnings), warnings
     uri = uri_in(tmp_path)
     open_document(client, uri, CLEAN)
     await wait_for_published(client, uri)

@@ -62,7 +62,12 @@ function heatOf(value: unknown): number {
 function parseLine(raw: JsonObject): ProfiledLine | undefined {
   const line = num(raw.line);
   if (line === undefined || line < 1) return undefined;
-  return { line: Math.floor(line), label: str(raw.label) ?? '', hover: str(raw.hover) ?? '', heat: heatOf(raw.heat) };
+  return {
+    line: Math.floor(line),
+    label: str(raw.label) ?? '',
+    hover: str(raw.hover) ?? '',
+    heat: heatOf(raw.heat),
+  };
 }
 
 function strings(value: unknown): string[] {
@@ -73,7 +78,10 @@ export function parseProfile(raw: unknown): Parsed<Profile> {
   if (!isObject(raw)) return { ok: false, error: 'the profile is not a JSON object' };
   const schema = str(raw.schema);
   if (!schemaMatches(schema, PROFILE_SCHEMA)) {
-    return { ok: false, error: `profile schema ${schema ?? '(none)'} is not ${PROFILE_SCHEMA}: update the extension or gpulens so they match` };
+    return {
+      ok: false,
+      error: `profile schema ${schema ?? '(none)'} is not ${PROFILE_SCHEMA}: update the extension or gpulens so they match`,
+    };
   }
   const display = obj(raw.display);
   const table = obj(display.table);

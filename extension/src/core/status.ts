@@ -53,15 +53,13 @@ export function parseStatus(raw: unknown): Parsed<DeviceStatus> {
   const display = obj(raw.display);
   const devices = list(display.devices)
     .filter(isObject)
-    .map(
-      (choice): DeviceChoice => ({
-        ...bar(choice),
-        device: str(choice.device) ?? '',
-        label: str(choice.label) ?? '',
-        description: str(choice.description) ?? '',
-        detail: str(choice.detail) ?? '',
-      }),
-    )
+    .map((choice): DeviceChoice => ({
+      ...bar(choice),
+      device: str(choice.device) ?? '',
+      label: str(choice.label) ?? '',
+      description: str(choice.description) ?? '',
+      detail: str(choice.detail) ?? '',
+    }))
     .filter((choice) => choice.device !== '');
   return { ok: true, value: { ...bar(display), tooltip: str(display.tooltip) ?? '', devices } };
 }
@@ -74,7 +72,11 @@ export function statusFor(status: DeviceStatus, device?: string): StatusBarView 
 }
 
 /** The payload's icon names, as codicons. */
-const ICONS: Record<string, string> = { gpu: '$(chip)', cpu: '$(circle-slash)', lost: '$(warning)' };
+const ICONS: Record<string, string> = {
+  gpu: '$(chip)',
+  cpu: '$(circle-slash)',
+  lost: '$(warning)',
+};
 const CLICK_HINT = 'Click to choose the device the fixes write, or to run an environment check.';
 
 export interface StatusBarDrawing {

@@ -99,7 +99,8 @@ describe('trusted folder', () => {
     await action.waitFor();
     await screenshot(page, 'quickfix');
     // the fix is the first, focused entry of the menu
-    const focused = (await page.locator('.action-widget .monaco-list-row.focused').textContent()) ?? '';
+    const focused =
+      (await page.locator('.action-widget .monaco-list-row.focused').textContent()) ?? '';
     assert.ok(focused.includes(fix.title), `focused action: ${focused}`);
     await page.keyboard.press('Enter');
     await page.waitForTimeout(500);
@@ -116,14 +117,18 @@ describe('trusted folder', () => {
   it('profiles a # %% cell from its code lens and draws per-line costs', async () => {
     const { page } = vscode;
     await openFile(page, 'cells.py');
-    const lenses = page.locator('.contentWidgets .codelens-decoration a', { hasText: 'Profile cell' });
+    const lenses = page.locator('.contentWidgets .codelens-decoration a', {
+      hasText: 'Profile cell',
+    });
     await lenses.nth(1).waitFor({ timeout: 45_000 });
     assert.equal(await lenses.count(), 2);
     await lenses.nth(1).click(); // cell 2
     let costs = [];
     for (let i = 0; i < 100 && costs.length === 0; i += 1) {
       await page.waitForTimeout(300);
-      costs = (await editorTexts(page)).filter((t) => /^\s*60k hits · \d+(\.\d)? ms host\s*$/.test(t));
+      costs = (await editorTexts(page)).filter((t) =>
+        /^\s*60k hits · \d+(\.\d)? ms host\s*$/.test(t),
+      );
     }
     log(`per-line costs: ${JSON.stringify(costs)}`);
     await screenshot(page, 'profile-drawn');
@@ -163,7 +168,9 @@ describe('trusted folder, server crash', () => {
     const [pid, ...more] = vscode.processes('-m gpulens serve');
     assert.ok(pid && more.length === 0, `one language server runs: ${[pid, ...more]}`);
     process.kill(pid, 'SIGKILL');
-    const toast = page.locator('.notifications-toasts .notification-toast', { hasText: 'gpulens language server stopped' });
+    const toast = page.locator('.notifications-toasts .notification-toast', {
+      hasText: 'gpulens language server stopped',
+    });
     await toast.waitFor();
     log('crash shown');
     await page.locator('.statusbar-item', { hasText: 'CPU only' }).waitFor({ timeout: 30_000 });
@@ -212,7 +219,10 @@ describe('untrusted folder', () => {
     const fixedCopy = join(folder, '..', 'fixed-by-cli.py');
     writeFileSync(fixedCopy, original);
     fixFile(fixedCopy);
-    const codes = (path) => cliFindings(path).map((f) => f.code).sort();
+    const codes = (path) =>
+      cliFindings(path)
+        .map((f) => f.code)
+        .sort();
     const expected = codes(fixedCopy);
     assert.ok(codes(file).length > expected.length, 'the CLI fixes some findings');
 
@@ -235,10 +245,14 @@ describe('untrusted folder', () => {
   it('does not profile, and says why', async () => {
     const { page } = vscode;
     await openFile(page, 'cells.py');
-    const lens = page.locator('.contentWidgets .codelens-decoration a', { hasText: 'Profile cell' }).nth(1);
+    const lens = page
+      .locator('.contentWidgets .codelens-decoration a', { hasText: 'Profile cell' })
+      .nth(1);
     await lens.waitFor({ timeout: 45_000 });
     await lens.click();
-    const toast = page.locator('.notifications-toasts .notification-toast', { hasText: 'profiling is off in an untrusted workspace' });
+    const toast = page.locator('.notifications-toasts .notification-toast', {
+      hasText: 'profiling is off in an untrusted workspace',
+    });
     await toast.waitFor();
     await screenshot(page, 'untrusted');
     await page.waitForTimeout(1000);

@@ -3,7 +3,16 @@
 // through playwright-core. Nothing is downloaded at test time but what setup.sh caches.
 
 import { execFileSync, spawn } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
@@ -29,15 +38,20 @@ export function log(message) {
 /** Installs code-server and Chromium when missing (cached); returns code-server's entry point. */
 let vsixCopy = VSIX;
 export function setup() {
-  const out = execFileSync('bash', [join(here, 'setup.sh'), REPO_ROOT], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+  const out = execFileSync('bash', [join(here, 'setup.sh'), REPO_ROOT], {
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   const entry = out.trim().split('\n').pop();
-  if (!entry || !existsSync(entry)) throw new Error(`setup.sh gave no code-server entry point (${entry})`);
+  if (!entry || !existsSync(entry))
+    throw new Error(`setup.sh gave no code-server entry point (${entry})`);
   if (!existsSync(VSIX)) throw new Error(`${VSIX} is missing: run \`make vscode-package\` first`);
   // a copy: a \`make clean\` elsewhere during the run must not pull it away
   const copy = join(mkdtempSync(join(tmpdir(), 'gpulens-e2e-vsix-')), basename(VSIX));
   cpSync(VSIX, copy);
   vsixCopy = copy;
-  if (!existsSync(PYTHON)) throw new Error(`${PYTHON} is missing: run \`make\` (the Python venv) first`);
+  if (!existsSync(PYTHON))
+    throw new Error(`${PYTHON} is missing: run \`make\` (the Python venv) first`);
   return entry;
 }
 
@@ -67,24 +81,45 @@ export async function startVSCode(entry, { name, settings, files }) {
   writeFileSync(join(userData, 'User', 'settings.json'), JSON.stringify(settings, null, 2));
   const config = join(root, 'config.yaml');
   writeFileSync(config, 'auth: none\ncert: false\n');
-  const env = { ...process.env, XDG_CONFIG_HOME: join(root, 'xdg-config'), XDG_DATA_HOME: join(root, 'xdg-data') };
+  const env = {
+    ...process.env,
+    XDG_CONFIG_HOME: join(root, 'xdg-config'),
+    XDG_DATA_HOME: join(root, 'xdg-data'),
+  };
   const common = ['--config', config, '--extensions-dir', extensions, '--user-data-dir', userData];
 
   const t0 = Date.now();
-  execFileSync(process.execPath, [entry, ...common, '--install-extension', vsixCopy], { env, stdio: ['ignore', 'pipe', 'inherit'] });
+  execFileSync(process.execPath, [entry, ...common, '--install-extension', vsixCopy], {
+    env,
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   log(`${name}: .vsix installed in ${Date.now() - t0} ms`);
 
   const port = await freePort();
   const server = spawn(
     process.execPath,
-    [entry, ...common, '--auth', 'none', '--bind-addr', `127.0.0.1:${port}`, '--disable-telemetry', '--disable-update-check', '--disable-getting-started-override', folder],
+    [
+      entry,
+      ...common,
+      '--auth',
+      'none',
+      '--bind-addr',
+      `127.0.0.1:${port}`,
+      '--disable-telemetry',
+      '--disable-update-check',
+      '--disable-getting-started-override',
+      folder,
+    ],
     { env, stdio: ['ignore', 'pipe', 'pipe'], detached: true },
   );
   let output = '';
   server.stdout.on('data', (chunk) => (output += chunk));
   server.stderr.on('data', (chunk) => (output += chunk));
   await new Promise((resolveReady, reject) => {
-    const deadline = setTimeout(() => reject(new Error(`code-server did not listen within 60 s:\n${output}`)), 60_000);
+    const deadline = setTimeout(
+      () => reject(new Error(`code-server did not listen within 60 s:\n${output}`)),
+      60_000,
+    );
     const poll = setInterval(() => {
       if (/HTTP server listening/.test(output)) {
         clearInterval(poll);
@@ -103,7 +138,13 @@ export async function startVSCode(entry, { name, settings, files }) {
   const browser = await chromium.launch({
     executablePath: CHROMIUM,
     headless: true,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
   });
   const page = await browser.newPage({ viewport: { width: 1500, height: 900 } });
   page.setDefaultTimeout(30_000);
@@ -146,14 +187,20 @@ export async function startVSCode(entry, { name, settings, files }) {
 
 /** Opens a file of the folder through Quick Open and waits for its editor. */
 export async function openFile(page, name) {
-  await page.locator('.monaco-workbench').click({ position: { x: 700, y: 300 } }).catch(() => {});
+  await page
+    .locator('.monaco-workbench')
+    .click({ position: { x: 700, y: 300 } })
+    .catch(() => {});
   await page.keyboard.press('Control+P');
   const input = page.locator('.quick-input-widget input');
   await input.waitFor({ state: 'visible' });
   await input.fill(name);
   await page.locator('.quick-input-list .monaco-list-row', { hasText: name }).first().waitFor();
   await page.keyboard.press('Enter');
-  await page.locator(`.tab.active[aria-label*="${name}"], .tab.active:has-text("${name}")`).first().waitFor();
+  await page
+    .locator(`.tab.active[aria-label*="${name}"], .tab.active:has-text("${name}")`)
+    .first()
+    .waitFor();
   await page.locator('.editor-instance .monaco-editor .view-lines').first().waitFor();
 }
 
@@ -175,7 +222,8 @@ export async function editorTexts(page) {
       if (el.children.length === 0 && el.textContent) texts.push(el.textContent);
       for (const pseudo of ['::after', '::before']) {
         const content = getComputedStyle(el, pseudo).content;
-        if (content && content !== 'none' && content !== 'normal') texts.push(content.replace(/^"|"$/g, ''));
+        if (content && content !== 'none' && content !== 'normal')
+          texts.push(content.replace(/^"|"$/g, ''));
       }
     }
     // the editor draws spaces of injected text as no-break spaces
@@ -186,11 +234,15 @@ export async function editorTexts(page) {
 /** Applies `gpulens check --format json` edits (1-based lines and columns) to a text. */
 export function applyEdits(text, edits) {
   const lines = text.split('\n');
-  const offset = (line, column) => lines.slice(0, line - 1).reduce((n, l) => n + l.length + 1, 0) + column - 1;
+  const offset = (line, column) =>
+    lines.slice(0, line - 1).reduce((n, l) => n + l.length + 1, 0) + column - 1;
   const sorted = [...edits].sort((a, b) => offset(b.line, b.column) - offset(a.line, a.column));
   let out = text;
   for (const edit of sorted) {
-    out = out.slice(0, offset(edit.line, edit.column)) + edit.new_text + out.slice(offset(edit.end_line, edit.end_column));
+    out =
+      out.slice(0, offset(edit.line, edit.column)) +
+      edit.new_text +
+      out.slice(offset(edit.end_line, edit.end_column));
   }
   return out;
 }
@@ -198,7 +250,11 @@ export function applyEdits(text, edits) {
 /** The findings of a file as the CLI reports them: the expected text of a fix comes from here. */
 export function cliFindings(file) {
   try {
-    return JSON.parse(execFileSync(PYTHON, ['-m', 'gpulens', 'check', '--format', 'json', file], { encoding: 'utf8' }));
+    return JSON.parse(
+      execFileSync(PYTHON, ['-m', 'gpulens', 'check', '--format', 'json', file], {
+        encoding: 'utf8',
+      }),
+    );
   } catch (error) {
     if (error.status === 1) return JSON.parse(error.stdout);
     throw error;

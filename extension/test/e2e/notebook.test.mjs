@@ -13,7 +13,13 @@ import { after, before, describe, it } from 'node:test';
 import { log, PYTHON, REPO_ROOT, screenshot, setup, startVSCode } from './harness.mjs';
 
 const CELLS = join(REPO_ROOT, 'extension', 'test-fixtures', 'workspace', 'cells.ipynb');
-const PROFILE = join(REPO_ROOT, 'tests', 'fixtures', 'profiler', 'pitfalls_cell3_h200.profile.json');
+const PROFILE = join(
+  REPO_ROOT,
+  'tests',
+  'fixtures',
+  'profiler',
+  'pitfalls_cell3_h200.profile.json',
+);
 const PROFILE_MIME = 'application/vnd.gpulens.profile+json';
 const SETTINGS = {
   'gpulens.python': PYTHON,
@@ -40,7 +46,9 @@ function cellSources(file) {
 
 /** Runs Python (the repository's venv) with `input` as JSON on stdin; returns its JSON answer. */
 function python(script, input) {
-  return JSON.parse(execFileSync(PYTHON, ['-c', script], { input: JSON.stringify(input), encoding: 'utf8' }));
+  return JSON.parse(
+    execFileSync(PYTHON, ['-c', script], { input: JSON.stringify(input), encoding: 'utf8' }),
+  );
 }
 
 /** The first GPU001 finding of the code cells as `analyze_cells` reports it, and its fixed text. */
@@ -82,17 +90,31 @@ function profiledNotebook(payload) {
   const source = lines.map((l, i) => (i < lines.length - 1 ? `${l}\n` : l));
   const notebook = {
     cells: [
-      { cell_type: 'markdown', id: 'about', metadata: {}, source: ['A cell profiled on an H200, saved with its output'] },
+      {
+        cell_type: 'markdown',
+        id: 'about',
+        metadata: {},
+        source: ['A cell profiled on an H200, saved with its output'],
+      },
       {
         cell_type: 'code',
         execution_count: 3,
         id: 'profiled',
         metadata: {},
-        outputs: [{ output_type: 'display_data', metadata: {}, data: { [PROFILE_MIME]: payload, 'text/plain': ['<gpulens profile>'] } }],
+        outputs: [
+          {
+            output_type: 'display_data',
+            metadata: {},
+            data: { [PROFILE_MIME]: payload, 'text/plain': ['<gpulens profile>'] },
+          },
+        ],
         source,
       },
     ],
-    metadata: { kernelspec: { display_name: 'Python 3', language: 'python', name: 'python3' }, language_info: { name: 'python' } },
+    metadata: {
+      kernelspec: { display_name: 'Python 3', language: 'python', name: 'python3' },
+      language_info: { name: 'python' },
+    },
     nbformat: 4,
     nbformat_minor: 5,
   };
@@ -103,7 +125,10 @@ function profiledNotebook(payload) {
 
 /** Opens a notebook through Quick Open and waits for its code cells' editors. */
 async function openNotebook(page, name, codeCells) {
-  await page.locator('.monaco-workbench').click({ position: { x: 700, y: 300 } }).catch(() => {});
+  await page
+    .locator('.monaco-workbench')
+    .click({ position: { x: 700, y: 300 } })
+    .catch(() => {});
   await page.keyboard.press('Control+P');
   const input = page.locator('.quick-input-widget input');
   await input.waitFor({ state: 'visible' });
@@ -111,7 +136,9 @@ async function openNotebook(page, name, codeCells) {
   await page.locator('.quick-input-list .monaco-list-row', { hasText: name }).first().waitFor();
   await page.keyboard.press('Enter');
   await page.locator(`.tab.active[aria-label*="${name}"]`).first().waitFor();
-  const editors = page.locator('.notebook-editor .code-cell-row .cell-editor-container .monaco-editor');
+  const editors = page.locator(
+    '.notebook-editor .code-cell-row .cell-editor-container .monaco-editor',
+  );
   await editors.nth(codeCells - 1).waitFor();
   return editors;
 }
@@ -141,9 +168,14 @@ describe('notebook without the Jupyter extension', () => {
     assert.equal(await editors.count(), 2, 'two code cells, each with its editor');
     assert.equal(await page.locator('.notebook-editor .markdown-cell-row').count(), 1);
     // the profile's extensions: gpulens alone (code-server's built-ins live elsewhere)
-    const installed = readdirSync(join(vscode.folder, '..', 'extensions')).filter((n) => !n.endsWith('.json') && !n.startsWith('.'));
+    const installed = readdirSync(join(vscode.folder, '..', 'extensions')).filter(
+      (n) => !n.endsWith('.json') && !n.startsWith('.'),
+    );
     log(`installed extensions: ${JSON.stringify(installed)}`);
-    assert.ok(installed.length > 0 && installed.every((n) => n.startsWith('gpulens.')), `installed: ${installed}`);
+    assert.ok(
+      installed.length > 0 && installed.every((n) => n.startsWith('gpulens.')),
+      `installed: ${installed}`,
+    );
   });
 
   it('flags GPU001 in the cell that loops over the tensor another cell made', async () => {
@@ -164,7 +196,10 @@ describe('notebook without the Jupyter extension', () => {
     const squiggles = async () =>
       page.evaluate(() =>
         [...document.querySelectorAll('.notebook-editor .code-cell-row')].map(
-          (cell) => cell.querySelectorAll('.cell-editor-container .squiggly-warning, .cell-editor-container .squiggly-error').length,
+          (cell) =>
+            cell.querySelectorAll(
+              '.cell-editor-container .squiggly-warning, .cell-editor-container .squiggly-error',
+            ).length,
         ),
       );
     let drawn = await squiggles();
@@ -179,10 +214,16 @@ describe('notebook without the Jupyter extension', () => {
     // the Problems panel names the loop's cell (VS Code labels a cell's markers by its notebook)
     const resources = await page.locator('.markers-panel .monaco-list-row').allTextContents();
     log(`problems rows: ${JSON.stringify(resources)}`);
-    assert.ok(resources.some((r) => r.includes('cells.ipynb')), 'the markers belong to the notebook');
+    assert.ok(
+      resources.some((r) => r.includes('cells.ipynb')),
+      'the markers belong to the notebook',
+    );
     // at the cell-relative position analyze_cells gives (1-based in the panel)
     const text = (await row.textContent()) ?? '';
-    assert.ok(text.includes(`[Ln ${expected.line + 1}, Col ${expected.column + 1}]`), `GPU001 row: ${text}`);
+    assert.ok(
+      text.includes(`[Ln ${expected.line + 1}, Col ${expected.column + 1}]`),
+      `GPU001 row: ${text}`,
+    );
     await screenshot(page, 'notebook-diagnostics');
   });
 
@@ -197,15 +238,22 @@ describe('notebook without the Jupyter extension', () => {
     const row = page.locator('.markers-panel .monaco-list-row', { hasText: 'GPU001' }).first();
     await row.click(); // reveals the finding in its cell, the cursor on it
     await page.waitForTimeout(500);
-    const cellEditor = page.locator('.notebook-editor .code-cell-row').nth(1).locator('.monaco-editor textarea');
+    const cellEditor = page
+      .locator('.notebook-editor .code-cell-row')
+      .nth(1)
+      .locator('.monaco-editor textarea');
     // the cursor must be in the loop's cell: focus its editor if the panel kept the focus
-    if (!(await cellEditor.evaluate((el) => el === document.activeElement))) await cellEditor.focus();
+    if (!(await cellEditor.evaluate((el) => el === document.activeElement)))
+      await cellEditor.focus();
     await page.keyboard.press('Control+.');
-    const action = page.locator('.action-widget .monaco-list-row', { hasText: expected.title }).first();
+    const action = page
+      .locator('.action-widget .monaco-list-row', { hasText: expected.title })
+      .first();
     await action.waitFor();
     await screenshot(page, 'notebook-quickfix');
     // the fix is the focused entry of the menu
-    const focused = (await page.locator('.action-widget .monaco-list-row.focused').textContent()) ?? '';
+    const focused =
+      (await page.locator('.action-widget .monaco-list-row.focused').textContent()) ?? '';
     assert.ok(focused.includes(expected.title), `focused action: ${focused}`);
     await page.keyboard.press('Enter');
     await page.waitForTimeout(500);
@@ -239,7 +287,9 @@ describe('notebook without the Jupyter extension', () => {
             return {
               summary: document.querySelector('.gpulens-profile .summary')?.textContent ?? '',
               head: [...table.querySelectorAll('thead th')].map((th) => th.textContent),
-              body: [...table.querySelectorAll('tbody tr')].map((tr) => [...tr.cells].map((td) => td.textContent)),
+              body: [...table.querySelectorAll('tbody tr')].map((tr) =>
+                [...tr.cells].map((td) => td.textContent),
+              ),
             };
           })
           .catch(() => null);
@@ -252,17 +302,29 @@ describe('notebook without the Jupyter extension', () => {
     assert.equal(rows.summary, payload.display.header);
     // the table as Python laid it out: its columns, and one row per line of the cell after
     // `%%gpulens` (line 2 on), every cell as Python wrote it
-    assert.deepEqual(rows.head, table.columns.map((c) => c.title));
-    assert.deepEqual(rows.body, table.rows.map((r) => r.cells));
+    assert.deepEqual(
+      rows.head,
+      table.columns.map((c) => c.title),
+    );
+    assert.deepEqual(
+      rows.body,
+      table.rows.map((r) => r.cells),
+    );
     assert.equal(rows.body.length, payload.code.length);
-    assert.deepEqual(rows.body.map((r) => r.at(-1)), payload.code);
+    assert.deepEqual(
+      rows.body.map((r) => r.at(-1)),
+      payload.code,
+    );
     // the kernel counts by line, as the payload holds them: 1.4k on the forward, 2.4k on backward
     const gpu = table.columns.findIndex((c) => c.title === 'GPU work');
-    const kernels = Object.fromEntries(rows.body.map((r) => [r[0], /(\S+) kernels?/.exec(r[gpu])?.[1] ?? null]));
-    assert.deepEqual(
-      Object.fromEntries(Object.entries(kernels).filter(([, k]) => k)),
-      { 5: '1.4k', 7: '2.4k', 8: '200' },
+    const kernels = Object.fromEntries(
+      rows.body.map((r) => [r[0], /(\S+) kernels?/.exec(r[gpu])?.[1] ?? null]),
     );
+    assert.deepEqual(Object.fromEntries(Object.entries(kernels).filter(([, k]) => k)), {
+      5: '1.4k',
+      7: '2.4k',
+      8: '200',
+    });
     await screenshot(page, 'notebook-renderer');
   });
 });

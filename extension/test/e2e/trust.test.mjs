@@ -6,11 +6,29 @@
 // extension the user's interpreter settings only (restrictedConfigurations).
 
 import assert from 'node:assert/strict';
-import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { log, PYTHON, REPO_ROOT, runCommand, screenshot, setup, startVSCode, openFile } from './harness.mjs';
+import {
+  log,
+  PYTHON,
+  REPO_ROOT,
+  runCommand,
+  screenshot,
+  setup,
+  startVSCode,
+  openFile,
+} from './harness.mjs';
 
 const PITFALLS = join(REPO_ROOT, 'examples', 'train_pitfalls.py');
 const SETTINGS = {
@@ -46,15 +64,25 @@ function hostileRepository({ withSettings }) {
   for (const name of [...MODULES, ...PACKAGES]) {
     const target = PACKAGES.includes(name) ? `${name}/__init__.py` : `${name}.py`;
     const source = join(sources, target.replace('/', '_'));
-    writeFileSync(source, `import os\nos.makedirs(${JSON.stringify(markers)}, exist_ok=True)\nopen(os.path.join(${JSON.stringify(markers)}, ${JSON.stringify(name)}), 'a').close()\n`, { flag: 'w' });
+    writeFileSync(
+      source,
+      `import os\nos.makedirs(${JSON.stringify(markers)}, exist_ok=True)\nopen(os.path.join(${JSON.stringify(markers)}, ${JSON.stringify(name)}), 'a').close()\n`,
+      { flag: 'w' },
+    );
     files[target] = source;
   }
   if (withSettings) {
     const interpreter = join(root, 'repo-python');
-    writeFileSync(interpreter, `#!/bin/sh\nmkdir -p '${markers}'\necho ran >> '${markers}/interpreter'\nexec '${PYTHON}' "$@"\n`);
+    writeFileSync(
+      interpreter,
+      `#!/bin/sh\nmkdir -p '${markers}'\necho ran >> '${markers}/interpreter'\nexec '${PYTHON}' "$@"\n`,
+    );
     chmodSync(interpreter, 0o755);
     const settings = join(sources, 'settings.json');
-    writeFileSync(settings, JSON.stringify({ 'gpulens.python': interpreter, 'gpulens.profile.python': interpreter }));
+    writeFileSync(
+      settings,
+      JSON.stringify({ 'gpulens.python': interpreter, 'gpulens.profile.python': interpreter }),
+    );
     files['.vscode/settings.json'] = settings;
   }
   return {
@@ -77,7 +105,10 @@ async function problem(page, code, repository) {
   try {
     await row.waitFor({ timeout: 45_000 });
   } catch (error) {
-    throw new Error(`${code} never showed (planted code that ran: ${JSON.stringify(repository.ran())}): ${error.message}`);
+    throw new Error(
+      `${code} never showed (planted code that ran: ${JSON.stringify(repository.ran())}): ${error.message}`,
+      { cause: error },
+    );
   }
 }
 
@@ -86,7 +117,10 @@ async function environmentCheck(page) {
   await runCommand(page, 'gpulens: Run Environment Check');
   const tab = page.locator('.tab', { hasText: 'gpulens environment check' }).first();
   await tab.waitFor({ timeout: 120_000 });
-  await page.locator('.editor-instance .view-lines', { hasText: 'gpulens doctor' }).first().waitFor();
+  await page
+    .locator('.editor-instance .view-lines', { hasText: 'gpulens doctor' })
+    .first()
+    .waitFor();
 }
 
 /** The one language server's working directory and command line. */
@@ -123,7 +157,11 @@ for (const trusted of [true, false]) {
             'security.workspace.trust.startupPrompt': 'never',
             'security.workspace.trust.emptyWindow': false,
           };
-      vscode = await startVSCode(entry, { name: trusted ? 'hostile-trusted' : 'hostile-untrusted', settings: { ...SETTINGS, ...trust }, files: repository.files });
+      vscode = await startVSCode(entry, {
+        name: trusted ? 'hostile-trusted' : 'hostile-untrusted',
+        settings: { ...SETTINGS, ...trust },
+        files: repository.files,
+      });
     });
     after(async () => {
       await vscode?.close();

@@ -16,7 +16,17 @@ describe('restart back-off', () => {
 
 describe('cell markers', () => {
   it('finds code cells the way the profiler splits them, not markdown ones', () => {
-    const text = ['import x', '# %%', 'a = 1', '#%% named', '# %% [markdown]', '# text', '# In[3]:', 'b', '  # %% indented'].join('\n');
+    const text = [
+      'import x',
+      '# %%',
+      'a = 1',
+      '#%% named',
+      '# %% [markdown]',
+      '# text',
+      '# In[3]:',
+      'b',
+      '  # %% indented',
+    ].join('\n');
     expect(codeCellStarts(text)).toEqual([1, 3, 6, 8]);
   });
 });

@@ -10,5 +10,7 @@ export default function setup(): void {
   const venv = join(REPO, '.venv', 'bin', 'python');
   const python = process.env.GPULENS_PYTHON ?? (existsSync(venv) ? venv : 'python3');
   rmSync(PAYLOADS, { recursive: true, force: true });
-  execFileSync(python, [join(REPO, 'scripts', 'client_payloads.py'), PAYLOADS], { stdio: 'inherit' });
+  execFileSync(python, [join(REPO, 'scripts', 'client_payloads.py'), PAYLOADS], {
+    stdio: 'inherit',
+  });
 }

@@ -1,6 +1,14 @@
 import { describe, expect, it } from 'vitest';
-import { HEAT_LEVELS, editorLine, heatAlpha, heatLevel, lineMarks, parseProfile, type Profile } from '../../src/core/profile';
-import { payload, payloads, type Json } from './payloads';
+import {
+  HEAT_LEVELS,
+  editorLine,
+  heatAlpha,
+  heatLevel,
+  lineMarks,
+  parseProfile,
+  type Profile,
+} from '../../src/core/profile';
+import { drawsField, fields, payload, payloads, type Json } from './payloads';
 
 function parsed(raw: unknown): Profile {
   const result = parseProfile(raw);
@@ -14,7 +22,12 @@ describe('every profile payload the server makes, as the editor draws it', () =>
   it('has recorded GPU captures, notebook payloads, a host run and failed runs', () => {
     const names = all.map(([name]) => name);
     expect(names.filter((n) => n.startsWith('profile-recorded-')).length).toBeGreaterThan(0);
-    for (const name of ['profile-train_step', 'profile-notebook-train_step', 'profile-host', 'profile-failed-Timeout']) {
+    for (const name of [
+      'profile-train_step',
+      'profile-notebook-train_step',
+      'profile-host',
+      'profile-failed-Timeout',
+    ]) {
       expect(names).toContain(name);
     }
   });
@@ -27,7 +40,7 @@ describe('every profile payload the server makes, as the editor draws it', () =>
     for (const mark of marks) expect(mark.level).toBe(heatLevel(mark.heat));
   });
 
-  it.each(all)('%s: the run\'s words and table as the server wrote them', (_name, raw: Json) => {
+  it.each(all)("%s: the run's words and table as the server wrote them", (_name, raw: Json) => {
     const profile = parsed(raw);
     const display = raw.display;
     expect(profile.header).toBe(display.header);
@@ -42,6 +55,18 @@ describe('every profile payload the server makes, as the editor draws it', () =>
   });
 });
 
+/** Everything the editor shows of a payload: the marks at its lines, the run's words, its table. */
+function drawing(raw: Json): string {
+  const profile = parsed(raw);
+  return JSON.stringify([profile, lineMarks(profile, 0, Number.MAX_SAFE_INTEGER)]);
+}
+
+describe('every field the server writes for drawing is drawn', () => {
+  it.each(fields('profile'))('%s', (_name, all) => {
+    for (const field of all) expect(drawsField(drawing, field), field.payload).toBe(true);
+  });
+});
+
 describe('drawing', () => {
   it('tints the hottest line fully and a cold line not at all', () => {
     const profile = parsed(payload('profile-train_step'));
@@ -51,9 +76,17 @@ describe('drawing', () => {
   });
 
   it('has a heat scale from none to strong, and any heat is visible', () => {
-    expect([0, Number.NaN, 0.0001, 0.5, 1, 3].map(heatLevel)).toEqual([0, 0, 1, HEAT_LEVELS / 2, HEAT_LEVELS, HEAT_LEVELS]);
+    expect([0, Number.NaN, 0.0001, 0.5, 1, 3].map(heatLevel)).toEqual([
+      0,
+      0,
+      1,
+      HEAT_LEVELS / 2,
+      HEAT_LEVELS,
+      HEAT_LEVELS,
+    ]);
     expect(heatAlpha(0)).toBe(0);
-    for (let level = 1; level < HEAT_LEVELS; level += 1) expect(heatAlpha(level + 1)).toBeGreaterThan(heatAlpha(level));
+    for (let level = 1; level < HEAT_LEVELS; level += 1)
+      expect(heatAlpha(level + 1)).toBeGreaterThan(heatAlpha(level));
     expect(heatAlpha(HEAT_LEVELS)).toBeLessThanOrEqual(0.5);
   });
 
@@ -63,7 +96,7 @@ describe('drawing', () => {
     const notebook = parsed(payload('profile-notebook-train_step'));
     const marks = lineMarks(notebook, 1, 3);
     expect(marks.map((m) => m.at)).toEqual([0, 1, 2]);
-    expect(marks[0]!.label).toBe(notebook.lines[0]!.label);
+    expect(marks[0].label).toBe(notebook.lines[0].label);
   });
 });
 
@@ -71,7 +104,11 @@ describe('parsing', () => {
   const train = payload('profile-train_step');
 
   it('ignores fields it does not know and drops lines without a number', () => {
-    const raw = { ...train, brand_new: 1, lines: [{ ...train.lines[0], extra: {} }, { label: 'no line' }, 'junk'] };
+    const raw = {
+      ...train,
+      brand_new: 1,
+      lines: [{ ...train.lines[0], extra: {} }, { label: 'no line' }, 'junk'],
+    };
     expect(parsed(raw).lines).toHaveLength(1);
   });
 

@@ -14,6 +14,11 @@ from gpulens.analysis.model import Span
 # times over; past this many repairs the file is read one top-level block at a time.
 MAX_REPAIRS = 8
 
+# the nodes that stand somewhere in the source (`ast.AST` itself declares no position)
+Positioned = (
+    ast.expr | ast.stmt | ast.arg | ast.keyword | ast.alias | ast.excepthandler | ast.pattern
+)
+
 
 @dataclass(frozen=True, slots=True)
 class SyntaxProblem:
@@ -42,13 +47,17 @@ class SourceText:
         return len(self.lines[line].encode("utf-8")[:byte_column].decode("utf-8", "replace"))
 
     def span(self, node: ast.AST) -> Span:
-        start = node.lineno - 1  # type: ignore[attr-defined]
-        end = (node.end_lineno or node.lineno) - 1  # type: ignore[attr-defined]
+        """Where a node stands, in code points; TypeError for a node without a position
+        (`ast.AST` itself declares none: its subclasses that stand in the source do)."""
+        if not isinstance(node, Positioned):
+            raise TypeError(f"an ast.{type(node).__name__} has no place in the source")
+        start = node.lineno - 1
+        end = (node.end_lineno or node.lineno) - 1
         return Span(
             start,
-            self.char_column(start, node.col_offset),  # type: ignore[attr-defined]
+            self.char_column(start, node.col_offset),
             end,
-            self.char_column(end, node.end_col_offset or 0),  # type: ignore[attr-defined]
+            self.char_column(end, node.end_col_offset or 0),
         )
 
     def segment(self, span: Span) -> str:
@@ -60,15 +69,18 @@ class SourceText:
         return "".join(parts)
 
     def indentation(self, line: int) -> str:
-        text = self.lines[line] if line < len(self.lines) else ""
-        return text[: len(text) - len(text.lstrip(" \t"))]
+        return _indent(self.lines[line] if line < len(self.lines) else "")
 
     def line_end(self, line: int) -> int:
         """Column of the end of ``line``'s content (before its newline)."""
         return len(self.lines[line].rstrip("\r\n"))
 
 
-_INDENT = re.compile(r"[ \t]*")
+def _indent(line: str) -> str:
+    """The spaces and tabs a line starts with."""
+    return line[: len(line) - len(line.lstrip(" \t"))]
+
+
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
 
 
@@ -90,7 +102,7 @@ def _blank_line(lines: list[str], index: int) -> None:
     """Turn a line into ``pass`` at its indentation, so the block around it stays valid."""
     line = lines[index]
     ending = line[len(line.rstrip("\r\n")) :]
-    indent = _INDENT.match(line).group()  # type: ignore[union-attr]
+    indent = _indent(line)
     lines[index] = (indent + "pass" if line.strip() else "") + ending
 
 
@@ -168,10 +180,10 @@ def _blank_statement(lines: list[str], line: int) -> None:
     _blank_line(lines, line)
     # a block header that lost its body makes the next indented lines invalid: blank them too
     index = line + 1
-    base = len(_INDENT.match(lines[line]).group())  # type: ignore[union-attr]
+    base = len(_indent(lines[line]))
     while index < len(lines):
         stripped = lines[index].strip()
-        if stripped and len(_INDENT.match(lines[index]).group()) <= base:  # type: ignore[union-attr]
+        if stripped and len(_indent(lines[index])) <= base:
             break
         if stripped:
             _blank_line(lines, index)

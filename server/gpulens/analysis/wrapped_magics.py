@@ -170,7 +170,7 @@ def analyze_text(text: str, config: Config, analyzer: DocumentAnalyzer) -> Analy
 
 def _escapes(line: str) -> tuple[int, ...]:
     """Program columns where an escaped `\\"\\"\\"` of this body line stands as `\"\"\"`."""
-    found = []
+    found: list[int] = []
     start = line.find(_ESCAPED)
     while start >= 0:
         found.append(start - 3 * len(found))

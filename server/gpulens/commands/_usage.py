@@ -10,6 +10,7 @@ import argparse
 import math
 import shutil
 import sys
+from collections.abc import Callable
 from typing import NoReturn
 
 
@@ -33,7 +34,7 @@ def positive_seconds(value: str) -> float:
     return seconds
 
 
-def whole_number(least: int, what: str) -> type[int]:
+def whole_number(least: int, what: str) -> Callable[[str], int]:
     """An int of at least ``least``; ``what`` names it in the error ("a cell number")."""
 
     def parse(value: str) -> int:
@@ -45,7 +46,7 @@ def whole_number(least: int, what: str) -> type[int]:
             raise argparse.ArgumentTypeError(f"expected {what} of {least} or more, got {number}")
         return number
 
-    return parse  # type: ignore[return-value]
+    return parse
 
 
 def interpreter(value: str) -> str:

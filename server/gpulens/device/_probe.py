@@ -6,27 +6,30 @@ It prints one line ``GPULENS_PROBE <json>`` on stdout; anything the framework pr
 Probing must not take GPU memory from the user: no framework allocates here.
 """
 
-# Python 3.8 syntax on purpose: this runs in whatever interpreter the user has.
+# Python 3.8 syntax on purpose: this runs in whatever interpreter the user has (signatures'
+# annotations are quoted, as 3.8 would evaluate them; a local's annotation is never evaluated).
 # ruff: noqa: UP031, SIM105
 
 import importlib.util
 import json
 import os
 import sys
+from collections.abc import Callable
+from typing import Any
 
 MARKER = "GPULENS_PROBE "
 
 
-def _devices_of(prefix, count):
+def _devices_of(prefix: "str", count: "int") -> "list[str]":
     return ["%s:%d" % (prefix, i) for i in range(count)]
 
 
-def probe_torch():
+def probe_torch() -> "dict[str, Any]":
     import torch
 
     cuda_build = getattr(torch.version, "cuda", None)
     hip_build = getattr(torch.version, "hip", None)
-    result = {"version": torch.__version__, "cuda_runtime": cuda_build}
+    result: dict[str, Any] = {"version": torch.__version__, "cuda_runtime": cuda_build}
     if hip_build:
         result["build"] = "rocm"
         result["rocm_runtime"] = hip_build
@@ -53,10 +56,10 @@ def probe_torch():
     return result
 
 
-def probe_cupy():
+def probe_cupy() -> "dict[str, Any]":
     import cupy
 
-    result = {"version": cupy.__version__}
+    result: dict[str, Any] = {"version": cupy.__version__}
     runtime = cupy.cuda.runtime
     hip = bool(getattr(runtime, "is_hip", False))
     result["build"] = "rocm" if hip else "cuda"
@@ -75,10 +78,10 @@ def probe_cupy():
     return result
 
 
-def probe_jax():
+def probe_jax() -> "dict[str, Any]":
     import jax
 
-    result = {"version": jax.__version__}
+    result: dict[str, Any] = {"version": jax.__version__}
     devices = []
     try:
         found = jax.devices()
@@ -116,10 +119,10 @@ def probe_jax():
     return result
 
 
-def probe_numba():
+def probe_numba() -> "dict[str, Any]":
     import numba
 
-    result = {"version": numba.__version__, "build": "cuda"}
+    result: dict[str, Any] = {"version": numba.__version__, "build": "cuda"}
     try:
         from numba import cuda
     except Exception as error:
@@ -138,11 +141,11 @@ def probe_numba():
     return result
 
 
-def probe_tensorflow():
+def probe_tensorflow() -> "dict[str, Any]":
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     import tensorflow as tf
 
-    info = {}
+    info: dict[str, Any] = {}
     try:
         info = dict(tf.sysconfig.get_build_info())
     except Exception:
@@ -159,7 +162,7 @@ def probe_tensorflow():
     }
 
 
-PROBES = {
+PROBES: "dict[str, tuple[str, Callable[[], dict[str, Any]]]]" = {
     "torch": ("torch", probe_torch),
     "cupy": ("cupy", probe_cupy),
     "jax": ("jax", probe_jax),
@@ -168,9 +171,10 @@ PROBES = {
 }
 
 
-def main(argv):
+def main(argv: "list[str]") -> None:
     name = argv[0]
     module, probe = PROBES[name]
+    result: dict[str, Any]
     if importlib.util.find_spec(module) is None:
         result = {"installed": False}
     else:

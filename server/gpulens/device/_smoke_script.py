@@ -6,13 +6,16 @@ host->device / device->host copies from pageable and from pinned memory. Prints 
 ``GPULENS_SMOKE <json>``.
 """
 
-# Python 3.8 syntax on purpose: this runs in whatever interpreter the user has.
+# Python 3.8 syntax on purpose: this runs in whatever interpreter the user has (signatures'
+# annotations are quoted, as 3.8 would evaluate them; a local's annotation is never evaluated).
 # ruff: noqa: UP031
 
 import json
 import statistics
 import sys
 import time
+from collections.abc import Callable
+from typing import Any
 
 MARKER = "GPULENS_SMOKE "
 ELEMENTS = 10000000
@@ -20,15 +23,15 @@ COPY_BYTES = 256 * 1024 * 1024
 REPEATS = 10
 
 
-def _median_ms(samples):
+def _median_ms(samples: "list[float]") -> "float":
     return round(statistics.median(samples) * 1000.0, 4)
 
 
-def cpu_square(make, square):
+def cpu_square(make: "Callable[[], Any]", square: "Callable[[Any], Any]") -> "float":
     x = make()
     for _ in range(2):  # warm-up: first touch of the pages, thread pools
         square(x)
-    samples = []
+    samples: list[float] = []
     for _ in range(REPEATS):
         start = time.perf_counter()
         square(x)
@@ -36,10 +39,10 @@ def cpu_square(make, square):
     return _median_ms(samples)
 
 
-def with_torch():
+def with_torch() -> "dict[str, Any]":
     import torch
 
-    result = {"framework": "torch", "version": torch.__version__}
+    result: dict[str, Any] = {"framework": "torch", "version": torch.__version__}
     result["cpu_ms"] = cpu_square(lambda: torch.rand(ELEMENTS), lambda x: x * x)
     if not torch.cuda.is_available():
         result["gpu_error"] = "torch sees no GPU"
@@ -50,7 +53,7 @@ def with_torch():
     for _ in range(3):  # warm-up: context, kernel load, allocator
         x * x
     torch.cuda.synchronize()
-    samples = []
+    samples: list[float] = []
     for _ in range(REPEATS):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
@@ -67,10 +70,10 @@ def with_torch():
     pinned.fill_(1.0)
     on_device = torch.empty(count, dtype=torch.float32, device=device)
 
-    def copy_gbps(dst, src):
+    def copy_gbps(dst: "Any", src: "Any") -> "float":
         dst.copy_(src)
         torch.cuda.synchronize()
-        times = []
+        times: list[float] = []
         for _ in range(5):
             start = time.perf_counter()
             dst.copy_(src)
@@ -85,12 +88,12 @@ def with_torch():
     return result
 
 
-def with_cupy():
+def with_cupy() -> "dict[str, Any]":
     import cupy
     import cupyx
     import numpy
 
-    result = {"framework": "cupy", "version": cupy.__version__}
+    result: dict[str, Any] = {"framework": "cupy", "version": cupy.__version__}
     result["cpu_ms"] = cpu_square(
         lambda: numpy.random.rand(ELEMENTS).astype(numpy.float32), lambda x: x * x
     )
@@ -98,7 +101,7 @@ def with_cupy():
     for _ in range(3):
         x * x
     cupy.cuda.Device(0).synchronize()
-    samples = []
+    samples: list[float] = []
     for _ in range(REPEATS):
         start, end = cupy.cuda.Event(), cupy.cuda.Event()
         start.record()
@@ -115,10 +118,10 @@ def with_cupy():
     pinned[...] = 1.0
     on_device = cupy.empty(count, dtype=cupy.float32)
 
-    def copy_gbps(copy):
+    def copy_gbps(copy: "Callable[[], Any]") -> "float":
         copy()
         cupy.cuda.Device(0).synchronize()
-        times = []
+        times: list[float] = []
         for _ in range(5):
             start = time.perf_counter()
             copy()
@@ -133,8 +136,8 @@ def with_cupy():
     return result
 
 
-def main(argv):
-    runners = {"torch": with_torch, "cupy": with_cupy}
+def main(argv: "list[str]") -> None:
+    runners: dict[str, Callable[[], dict[str, Any]]] = {"torch": with_torch, "cupy": with_cupy}
     framework = argv[0] if argv else "torch"
     try:
         result = runners[framework]()

@@ -71,6 +71,7 @@ def _read_text(path: str) -> str:
 
 
 def read_cpu_summary() -> dict[str, Any]:
+    usable: int | None
     try:
         usable = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):

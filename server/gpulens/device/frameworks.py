@@ -197,7 +197,8 @@ def interpreter_env_visible_devices(reports: Mapping[str, FrameworkReport]) -> s
     """``CUDA_VISIBLE_DEVICES`` as the user's interpreter saw it (from any probe that ran)."""
     for report in reports.values():
         if "cuda_visible_devices" in report:
-            return report["cuda_visible_devices"]
+            seen: str | None = report["cuda_visible_devices"]
+            return seen
     return os.environ.get("CUDA_VISIBLE_DEVICES")
 
 

@@ -87,7 +87,7 @@ class RecordingBackend:
 
 
 def load_recording(path: str | Path) -> dict[str, Any]:
-    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    data: dict[str, Any] = json.loads(Path(path).read_text(encoding="utf-8"))
     if data.get("schema") != RECORDING_SCHEMA:
         raise ValueError(f"{path} is not a {RECORDING_SCHEMA} recording")
     return data

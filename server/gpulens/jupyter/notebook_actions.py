@@ -32,9 +32,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from gpulens.analysis import Config, Edit, Finding, analyze_cells
+from gpulens.analysis import Config, Edit, Finding, Fix, analyze_cells
 from gpulens.analysis.config import ConfigError, parse_device
-from gpulens.analysis.edits import apply_edits, first_safe_fix
+from gpulens.analysis.edits import apply_edits, apply_fixes, first_safe_fix
 from gpulens.analysis.incremental import DocumentAnalyzer
 from gpulens.analysis.model import Span
 from gpulens.analysis.notebook_fixes import fix_all_cells
@@ -211,9 +211,19 @@ def replacement_edits(before: str, after: str) -> list[dict[str, Any]]:
     return edits
 
 
-def fix_edits(text: str, edits: Sequence[Edit]) -> list[dict[str, Any]]:
-    """A fix's edits on the wire: what `apply_edits` makes of them, as line-run replacements."""
+def refactor_edits(text: str, edits: Sequence[Edit]) -> list[dict[str, Any]]:
+    """A refactor's edits on the wire: what `apply_edits` makes of them, as line-run
+    replacements."""
     return replacement_edits(text, apply_edits(text, edits))
+
+
+def fix_edits(text: str, fix: Fix) -> list[dict[str, Any]] | None:
+    """A finding's fix on the wire, as `apply_fixes` makes it (whole, as the CLI and the
+    language server apply it); None when it would leave the cell unparsable."""
+    applied = apply_fixes(text, [fix], cell=True)
+    if not applied.applied:
+        return None
+    return replacement_edits(text, applied.text)
 
 
 # -- the answer -----------------------------------------------------------------------------
@@ -224,6 +234,20 @@ def _cell_edits(index: int, edits: list[dict[str, Any]]) -> list[dict[str, Any]]
 def _finding(finding: Finding, index: int, text: str, cell: CellText) -> dict[str, Any]:
     span = finding.span
     preferred = first_safe_fix(finding)
+    fixes = []
+    for fix in finding.fixes:
+        edits = fix_edits(text, fix)
+        if edits is None:
+            continue  # it would leave the cell unparsable: a bug of its rule, not offered
+        fixes.append(
+            {
+                "title": fix.title,
+                "label": f"{MENU_PREFIX}{fix.title}",
+                "safe": fix.safe,
+                "preferred": fix is preferred,
+                "cells": _cell_edits(index, edits),
+            }
+        )
     return {
         "code": finding.code,
         "severity": finding.severity.value,
@@ -231,16 +255,7 @@ def _finding(finding: Finding, index: int, text: str, cell: CellText) -> dict[st
         "hover": f"{finding.code}: {finding.message}",
         "from": cell.offset(span.line, span.column),
         "to": cell.offset(span.end_line, span.end_column),
-        "fixes": [
-            {
-                "title": fix.title,
-                "label": f"{MENU_PREFIX}{fix.title}",
-                "safe": fix.safe,
-                "preferred": fix is preferred,
-                "cells": _cell_edits(index, fix_edits(text, fix.edits)),
-            }
-            for fix in finding.fixes
-        ],
+        "fixes": fixes,
     }
 
 
@@ -301,6 +316,6 @@ def _refactor(kind: str, selection: Selection, cells: list[str], config: Config)
     return {
         "id": kind,
         "title": fix.title,
-        "cells": _cell_edits(selection.cell, fix_edits(text, fix.edits)),
+        "cells": _cell_edits(selection.cell, refactor_edits(text, fix.edits)),
         "message": None,
     }

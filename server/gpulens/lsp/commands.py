@@ -7,8 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from pygls.exceptions import JsonRpcInvalidParams
 
-from gpulens.analysis.config import ConfigError
-from gpulens.lsp.settings import validate_device
+from gpulens.analysis.config import ConfigError, parse_device
 
 if TYPE_CHECKING:
     from gpulens.lsp.server import GpulensServer
@@ -25,9 +24,9 @@ def device_argument(arguments: tuple[object, ...]) -> str:
     (argument,) = arguments
     value = argument.get("device") if isinstance(argument, Mapping) else argument
     try:
-        return validate_device(value)
+        return parse_device(value, SELECT_DEVICE)
     except ConfigError as error:
-        raise JsonRpcInvalidParams(f"{SELECT_DEVICE}: {error}") from None
+        raise JsonRpcInvalidParams(str(error)) from None
 
 
 def register(server: GpulensServer) -> None:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
@@ -30,6 +29,7 @@ from gpulens.analysis.config import (
     ConfigError,
     load_config,
     parse_codes,
+    parse_device,
     parse_severities,
 )
 from gpulens.analysis.model import Severity
@@ -41,9 +41,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-# torch device strings the fixes may write; an index only where the backend has several
-DEVICE = re.compile(r"^(?:cpu|mps|meta|(?:cuda|xpu|hpu|npu|xla|mtia|privateuseone)(?::\d+)?)$")
-
 # pyproject.toml is read again when its cached config is older than this: edits to
 # `[tool.gpulens]` apply without a restart, at the cost of one small file read per interval.
 PROJECT_RECHECK_S = 2.0
@@ -51,14 +48,6 @@ PROJECT_RECHECK_S = 2.0
 # How long a document waits for the first `workspace/configuration` answer before it is
 # analysed with defaults: long enough for a live client, short enough for a silent one.
 FIRST_SETTINGS_TIMEOUT_S = 2.0
-
-
-def validate_device(value: object) -> str:
-    if not isinstance(value, str) or not DEVICE.match(value.strip()):
-        raise ConfigError(
-            f"{value!r} is not a device gpulens can write; use cpu, cuda, cuda:N, mps or xpu"
-        )
-    return value.strip()
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,7 +84,7 @@ def _positive_number(value: object, what: str) -> float:
 def plain(value: object) -> object:
     """JSON-like data as dicts and lists (pygls may hand over namedtuples for JSON objects)."""
     if hasattr(value, "_asdict"):
-        return {k: plain(v) for k, v in value._asdict().items()}  # type: ignore[attr-defined]
+        return {k: plain(v) for k, v in value._asdict().items()}
     if isinstance(value, Mapping):
         return {k: plain(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
@@ -105,7 +94,7 @@ def plain(value: object) -> object:
 
 # each setting's parser: its value to the EditorSettings fields it sets
 _PARSERS: dict[str, Callable[[Any], dict[str, Any]]] = {
-    "device": lambda v: {"device": None if v in (None, "") else validate_device(v)},
+    "device": lambda v: {"device": None if v in (None, "") else parse_device(v, "gpulens.device")},
     "statusIntervalSeconds": lambda v: {
         "status_interval_seconds": _positive_number(v, "gpulens.statusIntervalSeconds")
     },

@@ -111,7 +111,7 @@ def line_of_calls(
 
 def attribute_records(events: LineEvents | Timeline, records: Mapping[str, Any]) -> Attribution:
     """Per-line costs of one profiled cell; see the module docstring for the inputs."""
-    timeline = events if "segments" in events else walk_events(events)  # type: ignore[arg-type]
+    timeline = events if "segments" in events else walk_events(events)
     segments, hits, host = timeline["segments"], timeline["hits"], timeline["host"]
     start, end = timeline["start"], timeline["end"]
     api = records.get("api") or {}
@@ -170,9 +170,9 @@ def attribute_records(events: LineEvents | Timeline, records: Mapping[str, Any])
     main_tid = records.get("main_tid")
     if main_tid is not None:
         for corr, tid in zip(api.get("corr", ()), api.get("tid", ()), strict=True):
-            line = corr_line.get(corr)
-            if tid != main_tid and line is not None:
-                cost_of(line)["other_thread_calls"] += 1
+            made_on = corr_line.get(corr)
+            if tid != main_tid and made_on is not None:
+                cost_of(made_on)["other_thread_calls"] += 1
 
     return Attribution(
         lines=[costs[line] for line in sorted(costs)],

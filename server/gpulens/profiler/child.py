@@ -101,7 +101,7 @@ def run_job(
     attributed = attribute_records(capture.timeline, capture.records)
     if on_attributed is not None:
         on_attributed(attributed)
-    timings = dict(capture.timings)
+    timings: dict[str, float | None] = dict(capture.timings)
     timings["attribute_s"] = time.perf_counter() - started - wall
     timings["peak_rss_bytes"] = peak_rss_bytes()
     return build_payload(
@@ -141,7 +141,8 @@ def read_job(fd: int) -> dict[str, Any]:
         if not chunk:
             raise SystemExit("gpulens: the runner closed the job stream before sending a job")
         data += chunk
-    return json.loads(data)
+    job: dict[str, Any] = json.loads(data)
+    return job
 
 
 def watch_runner(fd: int) -> None:

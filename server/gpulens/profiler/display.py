@@ -31,6 +31,9 @@ from gpulens.profiler.units import short_count, short_seconds
 # a kernel name longer than this is cut in the hover: C++ template names run to kilobytes
 KERNEL_NAME_CHARS = 80
 HEAT_DIGITS = 3
+# what `annotate` writes into each line for an editor to draw at it (the line's `hints` are
+# in its hover, and in the report's notes)
+LINE_FIELDS = ("label", "hover", "heat")
 
 
 # -- one line -----------------------------------------------------------------------------------

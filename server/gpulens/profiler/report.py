@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import html
 import textwrap
+from collections.abc import Mapping
 from typing import Any
 
 from gpulens.profiler import schema
@@ -57,7 +58,7 @@ def build_payload(
     wall_s: float | None = None,
     error: dict[str, Any] | None = None,
     code: list[str] | None = None,
-    timings: dict[str, float] | None = None,
+    timings: Mapping[str, float | None] | None = None,
     time: str | None = None,
 ) -> dict[str, Any]:
     """The profile payload; `code` holds the profiled lines' text, for the renderers;
@@ -84,7 +85,7 @@ def build_payload(
             },
             "error": error,
             "code": code or [],
-            "timings": timings or {},
+            "timings": dict(timings or {}),
             "time": time,
         }
     )
@@ -135,9 +136,11 @@ def failed_payload(
 # -- text ---------------------------------------------------------------------------------------
 def _shown(payload: dict[str, Any]) -> dict[str, Any]:
     """The payload's display block, made on a copy when the payload has none."""
-    if isinstance(payload.get("display"), dict):
-        return payload["display"]
-    return annotate(copy.deepcopy(payload))["display"]
+    display = payload.get("display")
+    if isinstance(display, dict):
+        return display
+    made: dict[str, Any] = annotate(copy.deepcopy(payload))["display"]
+    return made
 
 
 def _wrapped(text: str, width: int, indent: str = "  ") -> list[str]:

@@ -87,7 +87,7 @@ def _block(line: PayloadLine, key: str) -> dict[str, Any]:
 
 def device_tally(cost: LineCost, device: int) -> dict[str, int]:
     """A line's figures on one GPU (only shown when a cell used several, or not GPU 0)."""
-    found = cost["devices"].get(device)
+    found: dict[str, int] | None = cost["devices"].get(device)
     if found is None:
         found = cost["devices"][device] = {
             "kernels": 0,

@@ -27,7 +27,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from types import CodeType
-from typing import Any, TypedDict
+from typing import Any, TypedDict, final
 
 LINE, START, RETURN = 0, 1, 2
 # line number of a segment where the main thread ran none of the cell's lines
@@ -41,6 +41,7 @@ SEGMENTS_KEPT = 1_000_000
 _TOOL_IDS = (2, 3, 4)
 
 
+@final  # so that `"segments" in events` tells it from a Timeline
 class LineEvents(TypedDict):
     """Plain columns of line events; `code` indexes `codes` (qualified names, for reading)."""
 
@@ -60,6 +61,7 @@ class Segments(TypedDict):
     line: Sequence[int]
 
 
+@final
 class Timeline(TypedDict):
     """A walked timeline: per-line hits and host ns, and the segments kept.
 
@@ -364,7 +366,7 @@ class LineRecorder:
 
     # -- sys.monitoring (3.12+) ------------------------------------------------------------
     def _start_monitoring(self) -> None:
-        mon = sys.monitoring  # type: ignore[attr-defined]
+        mon = sys.monitoring  # type: ignore[attr-defined]  # 3.12+; mypy reads 3.11 stubs
         events = mon.events
         tool = next((i for i in _TOOL_IDS if mon.get_tool(i) is None), None)
         if tool is None:
@@ -411,7 +413,7 @@ class LineRecorder:
     def _stop_monitoring(self) -> None:
         if self._tool is None:
             return
-        mon = sys.monitoring  # type: ignore[attr-defined]
+        mon = sys.monitoring  # type: ignore[attr-defined]  # 3.12+; mypy reads 3.11 stubs
         events = mon.events
         tool, self._tool = self._tool, None
         self.end_ns = self.clock()

@@ -11,10 +11,12 @@ from __future__ import annotations
 import ast
 import functools
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any, TypeVar, cast
 
 from gpulens.analysis.model import Edit, Span
+from gpulens.analysis.source import Positioned
 from gpulens.analysis.symbols import dotted_name
 
 COMPOUND = (
@@ -32,6 +34,9 @@ COMPOUND = (
     ast.Match,
 )
 FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+
+N = TypeVar("N", bound=ast.AST)
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,8 +131,13 @@ def own_nodes(stmt: ast.stmt) -> Iterator[ast.AST]:
 
 def stmt_start(stmt: ast.stmt) -> int:
     """0-based first line of a statement, decorators included."""
-    decorators = getattr(stmt, "decorator_list", [])
+    decorators: list[ast.expr] = getattr(stmt, "decorator_list", [])
     return min([stmt.lineno, *(d.lineno for d in decorators)]) - 1
+
+
+def end_line(node: Positioned) -> int:
+    """0-based last line of a node (a parsed tree always has `end_lineno`)."""
+    return (node.end_lineno or node.lineno) - 1
 
 
 class Document:
@@ -151,26 +161,36 @@ class Document:
             for child in ast.iter_child_nodes(node):
                 self.parents[id(child)] = node
         self.imports = _imports(tree)
-        # facts a refactor derives from the whole file, computed once per text
-        self.memo: dict[str, object] = {}
+        # facts derived from the whole file, computed once per text (see `cached`)
+        self._of_type: dict[tuple[type[ast.AST], ...], list[Any]] = {}
+        self._depths: dict[int, int] = {}
+        self._facts: dict[Callable[[Document], object], object] = {}
 
     @classmethod
     def parse(cls, text: str) -> Document | None:
         """The document, or None when it is not valid Python (or mixes in lone CRs)."""
         return _parse_cached(text)
 
-    def of_type(self, *types: type[ast.AST]) -> list[ast.AST]:
-        key = "of_type:" + ",".join(t.__name__ for t in types)
-        if key not in self.memo:
-            self.memo[key] = [n for n in self.nodes if isinstance(n, types)]
-        return self.memo[key]  # type: ignore[return-value]
+    def of_type(self, *types: type[N]) -> list[N]:
+        """The nodes of any of ``types``, in walk order."""
+        found = self._of_type.get(types)
+        if found is None:
+            found = self._of_type[types] = [n for n in self.nodes if isinstance(n, types)]
+        return found
+
+    def cached(self, compute: Callable[[Document], T]) -> T:
+        """``compute(self)``, computed once for this text: a fact a refactor derives from
+        the whole file, asked again at every code-action request on the same text."""
+        if compute not in self._facts:
+            self._facts[compute] = compute(self)
+        # stored under the function that made it, so it is what that function returns
+        return cast(T, self._facts[compute])
 
     def depth(self, node: ast.AST) -> int:
-        depths: dict[int, int] = self.memo.setdefault("depths", {})  # type: ignore[assignment]
-        if id(node) not in depths:
+        if id(node) not in self._depths:
             parent = self.parent(node)
-            depths[id(node)] = 0 if parent is None else self.depth(parent) + 1
-        return depths[id(node)]
+            self._depths[id(node)] = 0 if parent is None else self.depth(parent) + 1
+        return self._depths[id(node)]
 
     # --- positions -----------------------------------------------------------------------
     def column(self, line: int, byte_column: int) -> int:
@@ -181,18 +201,18 @@ class Document:
             self._byte_lines[line] = text.encode("utf-8")
         return len(self._byte_lines[line][:byte_column].decode("utf-8", "replace"))
 
-    def start(self, node: ast.AST) -> tuple[int, int]:
-        line = node.lineno - 1  # type: ignore[attr-defined]
-        return line, self.column(line, node.col_offset)  # type: ignore[attr-defined]
+    def start(self, node: Positioned) -> tuple[int, int]:
+        line = node.lineno - 1
+        return line, self.column(line, node.col_offset)
 
-    def end(self, node: ast.AST) -> tuple[int, int]:
-        line = node.end_lineno - 1  # type: ignore[attr-defined]
-        return line, self.column(line, node.end_col_offset)  # type: ignore[attr-defined]
+    def end(self, node: Positioned) -> tuple[int, int]:
+        line = end_line(node)
+        return line, self.column(line, node.end_col_offset or 0)
 
-    def span(self, node: ast.AST) -> Span:
+    def span(self, node: Positioned) -> Span:
         return Span(*self.start(node), *self.end(node))
 
-    def segment(self, node: ast.AST) -> str:
+    def segment(self, node: Positioned) -> str:
         (line, column), (end_line, end_column) = self.start(node), self.end(node)
         if line == end_line:
             return self.lines[line][column:end_column]
@@ -225,7 +245,7 @@ class Document:
     def own_lines(self, stmt: ast.stmt) -> tuple[int, int]:
         """Lines a statement occupies itself: a compound statement's header only."""
         if not isinstance(stmt, COMPOUND):
-            return stmt_start(stmt), stmt.end_lineno - 1  # type: ignore[operator]
+            return stmt_start(stmt), end_line(stmt)
         ends = [stmt.lineno - 1]
         for node in own_nodes(stmt):
             end = getattr(node, "end_lineno", None)
@@ -237,9 +257,9 @@ class Document:
         """Every node that belongs to a statement whose own lines meet ``first..last``."""
         found: list[ast.AST] = []
         for stmt in self.of_type(ast.stmt):
-            if stmt_start(stmt) > last or stmt.end_lineno - 1 < first:  # type: ignore[arg-type, attr-defined]
+            if stmt_start(stmt) > last or end_line(stmt) < first:
                 continue  # cheap test first: most statements are far from the selection
-            begin, end = self.own_lines(stmt)  # type: ignore[arg-type]
+            begin, end = self.own_lines(stmt)
             if begin <= last and first <= end:
                 found.extend(own_nodes(stmt))
         return found
@@ -249,29 +269,20 @@ class Document:
 
     def enclosing_function(self, line: int) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
         best: ast.FunctionDef | ast.AsyncFunctionDef | None = None
-        for node in self.of_type(ast.FunctionDef, ast.AsyncFunctionDef):
-            inside = isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and (
-                node.body[0].lineno - 1 <= line <= node.end_lineno - 1  # type: ignore[operator]
-            )
+        functions: list[ast.FunctionDef | ast.AsyncFunctionDef] = [
+            *self.of_type(ast.FunctionDef),
+            *self.of_type(ast.AsyncFunctionDef),
+        ]
+        for node in functions:
+            inside = node.body[0].lineno - 1 <= line <= end_line(node)
             # the innermost function is the one that starts last
             if inside and (best is None or node.lineno > best.lineno):
-                best = node  # type: ignore[assignment]
+                best = node
         return best
 
     def bound_names(self) -> set[str]:
         """Every identifier the file binds or reads: what a new name must not be (a copy)."""
-        if "bound_names" in self.memo:
-            return set(self.memo["bound_names"])  # type: ignore[call-overload]
-        names: set[str] = set(self.imports.names)
-        for node in self.nodes:
-            if isinstance(node, ast.Name):
-                names.add(node.id)
-            elif isinstance(node, ast.arg):
-                names.add(node.arg)
-            elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-                names.add(node.name)
-        self.memo["bound_names"] = frozenset(names)
-        return names
+        return set(self.cached(_bound_names))
 
     # --- inserting lines -----------------------------------------------------------------
     def header_end(self) -> int | None:
@@ -279,7 +290,7 @@ class Document:
         end: int | None = None
         for index, stmt in enumerate(self.tree.body):
             if (index == 0 and is_docstring(stmt)) or _is_import_block(stmt):
-                end = stmt.end_lineno - 1  # type: ignore[operator]
+                end = end_line(stmt)
             else:
                 break
         return end
@@ -317,6 +328,18 @@ class Document:
         last = len(self.lines) - 1
         column = len(self.lines[last])
         return Edit(Span.point(last, column), "".join(nl + line for line in lines))
+
+
+def _bound_names(doc: Document) -> frozenset[str]:
+    names: set[str] = set(doc.imports.names)
+    for node in doc.nodes:
+        if isinstance(node, ast.Name):
+            names.add(node.id)
+        elif isinstance(node, ast.arg):
+            names.add(node.arg)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+    return frozenset(names)
 
 
 @functools.lru_cache(maxsize=4)

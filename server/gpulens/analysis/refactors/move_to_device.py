@@ -151,7 +151,7 @@ def _chain_methods(doc: Document, node: ast.AST) -> list[str]:
             or (isinstance(parent, ast.Subscript) and parent.value is current)
         ):
             return methods
-        current = parent  # type: ignore[assignment]
+        current = parent
 
 
 def _is_placed(doc: Document, node: ast.AST) -> bool:
@@ -177,7 +177,7 @@ def _has_device(call: ast.Call) -> bool:
 def _append_device_keyword(doc: Document, call: ast.Call, variable: str) -> Edit | None:
     if len(call.args) == 1 and isinstance(call.args[0], ast.GeneratorExp) and not call.keywords:
         return None  # `f(x for x in y, device=…)` is not valid Python
-    arguments = [*call.args, *call.keywords]
+    arguments: list[ast.expr | ast.keyword] = [*call.args, *call.keywords]
     if not arguments:
         line, column = doc.end(call)
         return Edit(Span.point(line, column - 1), f"device={variable}")
@@ -185,7 +185,7 @@ def _append_device_keyword(doc: Document, call: ast.Call, variable: str) -> Edit
     return Edit(Span.point(line, column), f", device={variable}")
 
 
-def _append_to(doc: Document, node: ast.AST, variable: str) -> Edit:
+def _append_to(doc: Document, node: ast.expr, variable: str) -> Edit:
     return Edit(Span.point(*doc.end(node)), f".to({variable})")
 
 
@@ -221,9 +221,11 @@ def _call_edit(doc: Document, call: ast.Call, variable: str) -> Edit | None:
 # --- modules -------------------------------------------------------------------------------
 def _module_classes(doc: Document) -> set[str]:
     """Classes of this file that derive, directly or not, from ``torch.nn.Module``."""
-    if "module_classes" in doc.memo:
-        return doc.memo["module_classes"]  # type: ignore[return-value]
-    classes: list[ast.ClassDef] = doc.of_type(ast.ClassDef)  # type: ignore[assignment]
+    return doc.cached(_find_module_classes)
+
+
+def _find_module_classes(doc: Document) -> set[str]:
+    classes = doc.of_type(ast.ClassDef)
     found: set[str] = set()
     changed = True
     while changed:
@@ -239,27 +241,29 @@ def _module_classes(doc: Document) -> set[str]:
                     found.add(cls.name)
                     changed = True
                     break
-    doc.memo["module_classes"] = found
     return found
 
 
 def _moved_names(doc: Document) -> set[str]:
     """Names the file sends somewhere with ``name.to(…)`` / ``name.cuda(…)`` already."""
-    if "moved_names" in doc.memo:
-        return doc.memo["moved_names"]  # type: ignore[return-value]
+    return doc.cached(_find_moved_names)
+
+
+def _find_moved_names(doc: Document) -> set[str]:
     moved: set[str] = set()
     for node in doc.of_type(ast.Call):
         match node:
             case ast.Call(func=ast.Attribute(value=ast.Name(id=name), attr="to" | "cuda")):
                 moved.add(name)
-    doc.memo["moved_names"] = moved
     return moved
 
 
 def _last_model_use(doc: Document) -> dict[str, int]:
     """For each name called like a model (``m(x)``, ``m.parameters()``), its last line."""
-    if "model_uses" in doc.memo:
-        return doc.memo["model_uses"]  # type: ignore[return-value]
+    return doc.cached(_find_model_uses)
+
+
+def _find_model_uses(doc: Document) -> dict[str, int]:
     uses: dict[str, int] = {}
     for node in doc.of_type(ast.Call):
         match node:
@@ -271,8 +275,7 @@ def _last_model_use(doc: Document) -> dict[str, int]:
                 pass
             case _:
                 continue
-        uses[name] = max(uses.get(name, 0), node.lineno)  # type: ignore[attr-defined]
-    doc.memo["model_uses"] = uses
+        uses[name] = max(uses.get(name, 0), node.lineno)
     return uses
 
 
@@ -281,7 +284,7 @@ def _used_like_model(doc: Document, name: str, after: int) -> bool:
 
 
 def _local_classes(doc: Document) -> set[str]:
-    return {n.name for n in doc.of_type(ast.ClassDef)}  # type: ignore[attr-defined]
+    return {n.name for n in doc.of_type(ast.ClassDef)}
 
 
 def _is_module_constructor(doc: Document, call: ast.Call, target: str, line: int) -> bool:
@@ -346,7 +349,7 @@ def _cpu_tensor_names(doc: Document, first: int) -> set[str]:
                 pass
             case _:
                 continue
-        if node.lineno - 1 >= first:  # type: ignore[attr-defined]
+        if node.lineno - 1 >= first:
             break
         qualified = doc.imports.resolve(call.func)
         made_on_host = qualified in FACTORIES | FROM_HOST | COPYING and not _has_device(call)

@@ -30,7 +30,7 @@ import re
 
 from gpulens.analysis.model import Edit, Span
 from gpulens.analysis.refactors._cupy_api import CUPY_NAMES
-from gpulens.analysis.refactors._document import Document
+from gpulens.analysis.refactors._document import Document, end_line
 
 HOST_MARK = re.compile(r"#.*\b(gpulens|cupy):\s*host\b")
 HOST_LIBRARIES = ("numpy.", "matplotlib.", "pandas.", "scipy.", "sklearn.", "seaborn.", "PIL.")
@@ -84,9 +84,11 @@ def _outermost(doc: Document, node: ast.AST) -> bool:
     return not (isinstance(parent, ast.Attribute) and parent.value is node)
 
 
-def _portable_references(doc: Document, nodes: list[ast.AST]) -> list[tuple[ast.AST, str]]:
+def _portable_references(
+    doc: Document, nodes: list[ast.AST]
+) -> list[tuple[ast.Name | ast.Attribute, str]]:
     """``np.<name>`` chains (and from-imported names) that CuPy provides, outermost only."""
-    found: list[tuple[ast.AST, str]] = []
+    found: list[tuple[ast.Name | ast.Attribute, str]] = []
     for node in nodes:
         if not isinstance(node, ast.Name | ast.Attribute) or not _outermost(doc, node):
             continue
@@ -134,7 +136,7 @@ def _cupy_alias(doc: Document) -> tuple[str, Edit | None]:
         match stmt:
             case ast.Import(names=names) if any(a.name == "numpy" for a in names):
                 # right under the NumPy import it stands beside
-                anchor = stmt.end_lineno  # type: ignore[assignment]
+                anchor = end_line(stmt) + 1
                 break
     return alias, doc.insert_lines(anchor, [line])
 
@@ -170,17 +172,21 @@ def _device_events(doc: Document, first: int, ported: set[int]) -> DeviceEvents:
     assignments = [
         n
         for n in doc.of_type(ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For)
-        if n.lineno - 1 >= first  # type: ignore[attr-defined]
+        if n.lineno - 1 >= first
     ]
     events: DeviceEvents = []
     devices: set[str] = set()
     for node in sorted(assignments, key=lambda n: (n.lineno, n.col_offset)):
+        targets: list[ast.expr]
+        value: ast.expr | None
         if isinstance(node, ast.For):
             targets, value = [node.target], None  # a loop variable is whatever it iterates
         elif isinstance(node, ast.Assign):
             targets, value = node.targets, node.value
-        else:
+        elif isinstance(node, ast.AnnAssign | ast.AugAssign):
             targets, value = [node.target], node.value
+        else:
+            continue
         on_device = value is not None and _is_device_value(doc, value, ported, devices)
         if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
             on_device = on_device or node.target.id in devices

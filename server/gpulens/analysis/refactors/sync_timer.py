@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from gpulens.analysis.model import Edit, Span
-from gpulens.analysis.refactors._document import Document, fresh_name, stmt_start
+from gpulens.analysis.refactors._document import Document, end_line, fresh_name, stmt_start
 
 MARKER = "# gpulens: timer"
 WARMUP_COMMENT = "# warm-up: first run pays for CUDA context, cuDNN autotuning and compilation"
@@ -185,20 +185,22 @@ def _innermost(doc: Document, line: int, latest: bool) -> ast.stmt | None:
     best: ast.stmt | None = None
     best_key: tuple[int, int] | None = None
     for node in doc.of_type(ast.stmt):
-        if not stmt_start(node) <= line <= node.end_lineno - 1:  # type: ignore[arg-type, operator]
+        if not stmt_start(node) <= line <= end_line(node):
             continue
-        order = node.col_offset if latest else -node.col_offset  # type: ignore[attr-defined]
-        key = (doc.depth(node), order if node.lineno - 1 == line else 0)  # type: ignore[attr-defined]
+        order = node.col_offset if latest else -node.col_offset
+        key = (doc.depth(node), order if node.lineno - 1 == line else 0)
         if best_key is None or key > best_key:
-            best, best_key = node, key  # type: ignore[assignment]
+            best, best_key = node, key
     while best is not None:
         parent = doc.parent(best)
         # `if x: y` on one line: time the `if`, not its body; an `elif` is part of its `if`
-        same_line = isinstance(parent, ast.stmt) and parent.lineno == best.lineno
+        if not isinstance(parent, ast.stmt):
+            break
+        same_line = parent.lineno == best.lineno
         is_elif = isinstance(best, ast.If) and _starts_with(doc, best, "elif")
         if not (same_line or is_elif):
             break
-        best = parent  # type: ignore[assignment]
+        best = parent
     return best
 
 
@@ -248,7 +250,7 @@ def selected_block(doc: Document, selection: Span) -> Block | None:
     if outer_start is not outer_end:
         # a selection that begins inside a block, or ends inside one short of its end,
         # spans two block levels
-        if i > 0 or (j > 0 and last < outer_end.end_lineno - 1):  # type: ignore[operator]
+        if i > 0 or (j > 0 and last < end_line(outer_end)):
             return None
     elif i > 0 and j > 0:
         return None
@@ -258,7 +260,7 @@ def selected_block(doc: Document, selection: Span) -> Block | None:
         return None
     statements = body[index_start : index_end + 1]
     first_line = stmt_start(statements[0])
-    last_line = statements[-1].end_lineno - 1  # type: ignore[operator]
+    last_line = end_line(statements[-1])
     head = doc.lines[first_line][: doc.start(statements[0])[1]]
     if getattr(statements[0], "decorator_list", None):
         head = ""  # a decorator starts its line: nothing else can share it
@@ -314,19 +316,25 @@ def _safe_to_time(block: Block) -> bool:
 
 
 # --- what to wait for -------------------------------------------------------------------------
-def _assigned_values(doc: Document) -> dict[str, list[ast.AST]]:
+def _assigned_values(doc: Document) -> dict[str, list[ast.expr]]:
     """For each name the file assigns, the values it is assigned."""
-    if "assigned_values" not in doc.memo:
-        values: dict[str, list[ast.AST]] = {}
-        for node in doc.of_type(ast.Assign, ast.AnnAssign):
-            value = node.value  # type: ignore[attr-defined]
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]  # type: ignore[attr-defined]
-            for target in targets:
-                for name in ast.walk(target):
-                    if isinstance(name, ast.Name) and value is not None:
-                        values.setdefault(name.id, []).append(value)
-        doc.memo["assigned_values"] = values
-    return doc.memo["assigned_values"]  # type: ignore[return-value]
+    return doc.cached(_find_assigned_values)
+
+
+def _find_assigned_values(doc: Document) -> dict[str, list[ast.expr]]:
+    values: dict[str, list[ast.expr]] = {}
+    for node in doc.nodes:
+        if isinstance(node, ast.Assign):
+            value, targets = node.value, node.targets
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            value, targets = node.value, [node.target]
+        else:
+            continue
+        for target in targets:
+            for name in ast.walk(target):
+                if isinstance(name, ast.Name):
+                    values.setdefault(name.id, []).append(value)
+    return values
 
 
 def _named_frameworks(doc: Document, node: ast.AST, seen: set[str]) -> set[str]:

@@ -28,7 +28,7 @@ def _walk_by_size(
     """(kind, offset) of each record, stepping by struct size; None on an unknown kind.
 
     `words` is the blob as uint32: records start 8-byte aligned, their kind first."""
-    found = []
+    found: list[tuple[int, int]] = []
     append = found.append
     get = sizes.get
     offset = begin
@@ -47,8 +47,10 @@ def _walk_by_cupti(lib: ctypes.CDLL, blob: bytes, begin: int, end: int) -> list[
     chunk = ctypes.create_string_buffer(blob[begin:end], end - begin)
     base = ctypes.addressof(chunk)
     cursor = ctypes.c_void_p()
-    found = []
+    found: list[tuple[int, int]] = []
     while lib.cuptiActivityGetNextRecord(chunk, end - begin, ctypes.byref(cursor)) == CUPTI_SUCCESS:
+        if cursor.value is None:  # CUPTI_SUCCESS always sets it; a null would end the walk
+            break
         offset = cursor.value - base
         found.append((_KIND.unpack_from(blob, begin + offset)[0], begin + offset))
     return found
@@ -85,7 +87,7 @@ def _gatherer(
             walk = _walk_by_cupti(session.sink.lib, blob, begin, end)
         for kind, offset in walk:
             family = family_of.get(kind)
-            if family in families:
+            if family is not None and family in families:
                 offsets[family].append(offset)
         begin = end
     words.release()
@@ -152,7 +154,7 @@ def decode_buffers(buffers: list[bytes], session: CuptiSession) -> dict[str, Any
     memcpy, peer = gather("memcpy"), gather("peer")
 
     def copies(field: str) -> list[Any]:
-        return memcpy[field].tolist() + peer[field].tolist()
+        return [*memcpy[field].tolist(), *peer[field].tolist()]
 
     out["memcpy"] = {
         "corr": copies("correlation_id"),

@@ -72,7 +72,8 @@ def _libcupti_path() -> str | None:
     try:
         from cuda.pathfinder import load_nvidia_dynamic_lib
 
-        return load_nvidia_dynamic_lib("cupti").abs_path
+        path: str = load_nvidia_dynamic_lib("cupti").abs_path
+        return path
     except Exception:
         return None
 
@@ -415,6 +416,7 @@ def _device_name(index: int) -> str:
 
         _err, device = cu.cuDeviceGet(index)
         _err, raw = cu.cuDeviceGetName(256, device)
-        return raw.split(b"\0", 1)[0].decode()
+        name: str = raw.split(b"\0", 1)[0].decode()
+        return name
     except Exception:
         return f"GPU {index}"
