@@ -15,48 +15,11 @@ from typing import Any
 import pytest
 
 from gpulens.profiler.attribution import attribute_records
-from gpulens.profiler.cells import cell_by_number, split_cells
 from gpulens.profiler.collectives import size_collectives
-from gpulens.profiler.merge import RankResult, merge_ranks
-from gpulens.profiler.rank_child import collectives_of
+from gpulens.profiler.rank_replay import replay_job
 from gpulens.profiler.report import build_payload, render_text
 
 from .conftest import load_fixture
-
-
-def rank_result(fixture: dict[str, Any], rank: str, capture: dict[str, Any]) -> RankResult:
-    """One rank as `rank_child.run_rank` makes it: sized, attributed, its payload built."""
-    cell = cell_by_number(split_cells(fixture["source"]), fixture["cell"])
-    assert cell is not None
-    records = copy.deepcopy(capture["records"])
-    records["kernels"].pop("bytes", None)  # sized again here, from the flight recorder
-    events = capture["events"]
-    warnings = size_collectives(records, capture["flight_recorder"], events["start"], events["end"])
-    attributed = attribute_records(events, records)
-    payload = build_payload(
-        attributed,
-        source={"path": fixture["filename"], "cell": 1, "first_line": cell.first_line},
-        backend=capture["backend"],
-        gpus=capture["gpus"],
-        warnings=warnings,
-        code=cell.source.splitlines(),
-    )
-    return RankResult(
-        rank=int(rank), payload=payload, collectives=collectives_of(attributed["lines"])
-    )
-
-
-def merged(fixture: dict[str, Any]) -> dict[str, Any]:
-    results = [rank_result(fixture, r, c) for r, c in sorted(fixture["ranks"].items())]
-    first = results[0]["payload"]
-    return merge_ranks(
-        results,
-        world_size=2,
-        failures={},
-        source=first["source"],
-        code=first["code"],
-        wall_s=max(r["payload"]["wall_s"] for r in results),
-    )
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +33,7 @@ def line_with(fixture: dict[str, Any], payload: dict[str, Any], marker: str) -> 
 
 
 def test_one_all_reduce_of_the_parameters_per_step_and_rank(ddp: dict[str, Any]) -> None:
-    payload = merged(ddp)
+    payload = replay_job(ddp)
     backward = line_with(ddp, payload, "# backward")["collectives"]
     assert backward["count"] == 2 * ddp["steps"]
     assert backward["bytes"] == 2 * ddp["steps"] * ddp["param_bytes"]
@@ -83,7 +46,7 @@ def test_one_all_reduce_of_the_parameters_per_step_and_rank(ddp: dict[str, Any])
 
 
 def test_the_sleeping_rank_is_the_straggler_and_rank_0_waits(ddp: dict[str, Any]) -> None:
-    payload = merged(ddp)
+    payload = replay_job(ddp)
     slow = line_with(ddp, payload, "# slow")
     hints = [h for h in slow["hints"] if h["code"] == "straggler"]
     assert len(hints) == 1 and hints[0]["message"].startswith("rank 1 is the straggler")
@@ -101,7 +64,7 @@ def test_the_sleeping_rank_is_the_straggler_and_rank_0_waits(ddp: dict[str, Any]
 
 
 def test_labels_hover_and_table_show_the_ranks(ddp: dict[str, Any]) -> None:
-    payload = merged(ddp)
+    payload = replay_job(ddp)
     slow = line_with(ddp, payload, "# slow")
     assert slow["label"].endswith("(rank 1 slowest)")
     assert "| 0 | 0 |" in slow["hover"] and "| 1 | 20 |" in slow["hover"]  # rank 0 never sleeps
