@@ -5,10 +5,11 @@ The corpus is public code bases of different styles (training scripts, trainer l
 fine-tuning toolkit, a speech model's decoding loop, diffusion samplers, CuPy code), fetched
 at pinned versions from the package index pip uses and cached in `.cache/realworld/`. Only
 the labels live in the repository: `benchmarks/realworld/labels/<package>.toml`, one file per
-package, holding the pin, the files in scope, the split (`tuned` or `heldout`), a verdict for
-every finding gpulens printed (`tp`: a GPU cost worth fixing; `negligible`: true but not worth
-a user's time; `fp`: wrong for the code it sits on) and the *sites*: real pitfalls a reader
-finds by eye, each with the rule that should report it.
+package, holding the pin, the files in scope, the split (`tuned`, `heldout`, or `heldout2`: a
+second held-out part whose findings are judged once, later), a verdict for every finding
+gpulens printed (`tp`: a GPU cost worth fixing; `negligible`: true but not worth a user's
+time; `fp`: wrong for the code it sits on) and the *sites*: real pitfalls a reader finds by
+eye, each with the rule that should report it.
 
     python benchmarks/realworld.py                    # the figures, and the unlabeled findings
     python benchmarks/realworld.py --split tuned      # only the packages analysis work may read
@@ -47,7 +48,7 @@ LABELS = Path(__file__).resolve().parent / "realworld" / "labels"
 CACHE = ROOT / ".cache" / "realworld"
 
 VERDICTS = ("tp", "negligible", "fp")
-SPLITS = ("tuned", "heldout")
+SPLITS = ("tuned", "heldout", "heldout2")
 RULES = tuple(f"GPU{n:03d}" for n in range(1, 12))
 SEVERITIES = ("error", "warning", "info", "hint")
 # Shown by default: what an editor's Problems panel lists (`gpulens check` fails on error and
@@ -647,7 +648,7 @@ def format_unlabeled(score: PackageScore, source: Path) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", action="append", metavar="PKG", help="only this package")
-    parser.add_argument("--split", choices=SPLITS, help="only the tuned or the heldout part")
+    parser.add_argument("--split", choices=SPLITS, help="only this part of the corpus")
     parser.add_argument("--json", action="store_true", help="machine output (gpulens.realworld/2)")
     parser.add_argument(
         "--show-unlabeled", action="store_true", help="print each unlabeled finding in context"

@@ -37,7 +37,10 @@ def test_every_label_file_parses_with_valid_entries() -> None:
     packages = rw.load_corpus()
     assert len(packages) >= 6
     for package in packages:
-        assert package.findings, f"{package.name}: no finding is judged"
+        if package.split == "heldout2":  # its findings are judged once, later; its sites now
+            assert package.sites, f"{package.name}: no site is listed"
+        else:
+            assert package.findings, f"{package.name}: no finding is judged"
         for label in package.findings:
             assert label.verdict in rw.VERDICTS
             assert label.rule in rw.RULES
@@ -57,6 +60,15 @@ def test_a_held_out_part_exists_beside_the_tuned_one() -> None:
     splits = [p.split for p in rw.load_corpus()]
     assert splits.count("heldout") >= 2
     assert splits.count("tuned") >= 4
+    assert splits.count("heldout2") >= 3
+
+
+def test_the_second_held_out_part_lists_forty_sites_of_its_own() -> None:
+    corpus = rw.load_corpus()
+    second = [p for p in corpus if p.split == "heldout2"]
+    assert sum(len(p.sites) for p in second) >= 40
+    # new code bases: none of them is already labeled in another part
+    assert not {p.name for p in second} & {p.name for p in corpus if p.split != "heldout2"}
 
 
 def test_the_sites_to_find_number_at_least_forty() -> None:
@@ -122,6 +134,12 @@ def _write(tmp_path: Path, body: str) -> Path:
 def test_the_loader_names_the_entry_at_fault(tmp_path: Path, body: str, message: str) -> None:
     with pytest.raises(rw.CorpusError, match=message):
         rw.load_package(_write(tmp_path, body))
+
+
+def test_the_loader_takes_the_second_held_out_split(tmp_path: Path) -> None:
+    path = tmp_path / "demo.toml"
+    path.write_text(HEADER.replace('"tuned"', '"heldout2"'))
+    assert rw.load_package(path).split == "heldout2"
 
 
 def test_the_loader_refuses_an_unknown_split(tmp_path: Path) -> None:
@@ -204,14 +222,20 @@ def test_the_report_adds_packages_up_by_split_and_by_rule() -> None:
         ),
         [_seen("pkg/a.py", 1, "GPU001")],
     )
-    report = rw.build_report([tuned, heldout])
+    second = rw.score_package(
+        _package([], [("pkg/a.py", 7, "GPU009", "an element loop per step")], split="heldout2"),
+        [],
+    )
+    report = rw.build_report([tuned, heldout, second])
     assert report.by_split["tuned"].all.lenient == 0.0
     assert report.by_split["heldout"].all.strict == 1.0
     assert report.total.all.lenient == pytest.approx(0.5)
     assert report.by_rule["GPU001"].all.findings == 2
-    assert report.total.all.recall == 1.0
+    assert report.by_split["heldout2"].all.recall == 0.0
+    assert report.total.all.recall == pytest.approx(1 / 2)
     text = rw.format_text(report)
     assert "heldout part" in text and "GPU001" in text
+    assert "all, heldout2 part" in text and "demo-heldout2 (heldout2)" in text
 
 
 def test_hints_are_scored_apart_from_the_findings_shown_by_default() -> None:
