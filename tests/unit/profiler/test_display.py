@@ -21,6 +21,7 @@ import pytest
 from gpulens.profiler import schema
 from gpulens.profiler.attribution import attribute_records
 from gpulens.profiler.display import annotate, device_seconds
+from gpulens.profiler.rank_replay import replay_job
 from gpulens.profiler.report import TEXT_WIDTH, build_payload, failed_payload, render_text
 from gpulens.profiler.schema import RECORD_KINDS, SCHEMA, RecordKind
 
@@ -35,9 +36,7 @@ SOURCE_STARTS_BY = TEXT_WIDTH - 40
 def script_payload(name: str) -> dict[str, Any]:
     fixture = load_fixture(name)
     if "ranks" in fixture:  # a job of several ranks: each rank's capture, merged
-        from .test_ranks_recorded import merged
-
-        return merged(fixture)
+        return replay_job(fixture)
     return build_payload(
         attribute_records(fixture["events"], fixture["records"]),
         source={"path": f"{name}.py", "cell": None, "first_line": 1},
