@@ -40,7 +40,7 @@ from gpulens.device.recorded import RecordedBackend, load_snapshot  # noqa: E402
 from gpulens.device.status import build_status  # noqa: E402
 from gpulens.profiler.attribution import attribute_records  # noqa: E402
 from gpulens.profiler.display import LINE_FIELDS, annotate  # noqa: E402
-from gpulens.profiler.rank_replay import replay_job  # noqa: E402
+from gpulens.profiler.recorded import replay  # noqa: E402
 from gpulens.profiler.report import build_payload, failed_payload  # noqa: E402
 from gpulens.profiler.runner import run_profile  # noqa: E402
 
@@ -87,16 +87,8 @@ def _capture(name: str) -> dict[str, Any]:
 
 
 def script_payload(name: str) -> dict[str, Any]:
-    """A recorded capture as `gpulens profile` reports it: the whole file, lines from 1."""
-    capture = _capture(name)
-    return build_payload(
-        attribute_records(capture["events"], capture["records"]),
-        source={"path": f"{name}.py", "cell": None, "first_line": 1},
-        backend=capture["backend"],
-        gpus=capture["gpus"],
-        error=capture["error"],
-        code=capture["source"].splitlines(),
-    )
+    """A recorded capture as `gpulens profile` reports it (a torchrun job: its ranks merged)."""
+    return replay(_capture(name), name)
 
 
 def notebook_payload(name: str, place: int) -> dict[str, Any]:
@@ -179,9 +171,7 @@ def profile_payloads() -> dict[str, dict[str, Any]]:
             path.name.removesuffix(".json.gz")
         )
         for path in sorted(PROFILER.glob("*.json.gz"))
-        if "ranks" not in _capture(path.name.removesuffix(".json.gz"))
     }
-    payloads["profile-ddp_two_ranks"] = replay_job(_capture("ddp_two_ranks"))
     payloads["profile-notebook-train_step"] = notebook_payload("train_step", place=4)
     for path in sorted(PROFILER.glob("*.json")):
         saved = annotate(json.loads(path.read_text()), recorded=True)

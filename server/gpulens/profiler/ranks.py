@@ -48,6 +48,7 @@ from gpulens.profiler.runner import (
     _pump,
     _signal_group,
     _start_thread,
+    interpreter_failed,
 )
 
 _RANK_FILE = re.compile(r"^rank-(\d+)\.json$")
@@ -133,13 +134,7 @@ def run_ranks(
                 start_new_session=True,
             )
         except OSError as error:
-            return failed_payload(
-                source,
-                f"could not start the interpreter {python!r}: {error.strerror or error}; "
-                "point --python (or gpulens.profile.python) at a Python with your packages",
-                "InterpreterError",
-                code=code,
-            )
+            return interpreter_failed(source, python, error, code)
         output = OutputTail(on_output)
         stopped_by = _supervise(process, output, started + timeout, stop, on_start)
         elapsed = time.monotonic() - started

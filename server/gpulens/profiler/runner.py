@@ -256,6 +256,19 @@ def _bootstrap_environment() -> tuple[dict[str, str], dict[str, str | None]]:
     return env, saved
 
 
+def interpreter_failed(
+    source: dict[str, Any], python: str, error: OSError, code: list[str]
+) -> dict[str, Any]:
+    """The payload of a run whose interpreter could not be started."""
+    return failed_payload(
+        source,
+        f"could not start the interpreter {python!r}: {error.strerror or error}; "
+        "point --python (or gpulens.profile.python) at a Python with your packages",
+        "InterpreterError",
+        code=code,
+    )
+
+
 def run_job(
     job: dict[str, Any],
     python: str | None = None,
@@ -297,13 +310,7 @@ def run_job(
             start_new_session=True,  # its own group: a stop kills its workers too
         )
     except OSError as error:
-        return failed_payload(
-            source,
-            f"could not start the interpreter {python!r}: {error.strerror or error}; "
-            "point --python (or gpulens.profile.python) at a Python with your packages",
-            "InterpreterError",
-            code=code,
-        )
+        return interpreter_failed(source, python, error, code)
     assert process.stdin is not None and process.stdout is not None
     assert process.stderr is not None
     output, payload = OutputTail(on_output), _PayloadLine()

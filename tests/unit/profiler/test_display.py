@@ -18,10 +18,9 @@ from typing import Any, ClassVar
 
 import pytest
 
-from gpulens.profiler import schema
+from gpulens.profiler import recorded, schema
 from gpulens.profiler.attribution import attribute_records
 from gpulens.profiler.display import annotate, device_seconds
-from gpulens.profiler.rank_replay import replay_job
 from gpulens.profiler.report import TEXT_WIDTH, build_payload, failed_payload, render_text
 from gpulens.profiler.schema import RECORD_KINDS, SCHEMA, RecordKind
 
@@ -34,17 +33,7 @@ SOURCE_STARTS_BY = TEXT_WIDTH - 40
 
 
 def script_payload(name: str) -> dict[str, Any]:
-    fixture = load_fixture(name)
-    if "ranks" in fixture:  # a job of several ranks: each rank's capture, merged
-        return replay_job(fixture)
-    return build_payload(
-        attribute_records(fixture["events"], fixture["records"]),
-        source={"path": f"{name}.py", "cell": None, "first_line": 1},
-        backend=fixture["backend"],
-        gpus=fixture["gpus"],
-        error=fixture["error"],
-        code=fixture["source"].splitlines(),
-    )
+    return recorded.replay(load_fixture(name), name)
 
 
 def saved(path: Path) -> dict[str, Any]:

@@ -16,7 +16,7 @@ import pytest
 
 from gpulens.profiler.attribution import attribute_records
 from gpulens.profiler.collectives import size_collectives
-from gpulens.profiler.rank_replay import replay_job
+from gpulens.profiler.recorded import replay_job
 from gpulens.profiler.report import build_payload, render_text
 
 from .conftest import load_fixture

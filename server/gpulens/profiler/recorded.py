@@ -1,9 +1,11 @@
-"""A recorded torchrun job played back: each rank's capture attributed and sized as
-`gpulens.profiler.rank_child` does on the GPU machine, then merged as the runner merges them.
+"""Captures recorded on the GPU machine (`tests/fixtures/profiler/*.json.gz`) played back as
+`gpulens profile` reports them, so CI and the clients' tests see real records without a GPU.
 
-Recordings (`tests/fixtures/profiler/ddp_two_ranks.json.gz`) hold the job's ``source``,
-``filename`` and ``cell``, and per rank its ``events``, ``records``, ``flight_recorder``,
-``backend`` and ``gpus``; CI and the clients' tests replay them without GPUs.
+A one-process recording holds the script's ``source``, its ``events`` and ``records``,
+``backend``, ``gpus`` and ``error``. A torchrun job's (``ddp_two_ranks``) holds the job's
+``source``, ``filename`` and ``cell``, and per rank its ``events``, ``records``,
+``flight_recorder``, ``backend`` and ``gpus``: each rank is attributed and sized as
+`gpulens.profiler.rank_child` does, then merged as the runner merges them.
 """
 
 from __future__ import annotations
@@ -17,6 +19,21 @@ from gpulens.profiler.collectives import size_collectives
 from gpulens.profiler.merge import RankResult, merge_ranks
 from gpulens.profiler.rank_child import collectives_of
 from gpulens.profiler.report import build_payload
+
+
+def replay(recording: dict[str, Any], name: str) -> dict[str, Any]:
+    """The `gpulens.profile/2` payload of a recording named ``name``: the whole file of a
+    one-process script (lines from 1), or every rank of a job, merged."""
+    if "ranks" in recording:
+        return replay_job(recording)
+    return build_payload(
+        attribute_records(recording["events"], recording["records"]),
+        source={"path": f"{name}.py", "cell": None, "first_line": 1},
+        backend=recording["backend"],
+        gpus=recording["gpus"],
+        error=recording["error"],
+        code=recording["source"].splitlines(),
+    )
 
 
 def replay_rank(recording: dict[str, Any], rank: str) -> RankResult:
