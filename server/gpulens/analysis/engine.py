@@ -62,7 +62,7 @@ def analyze(
         f if config.severity_of(f.code, f.severity) == f.severity else _with_severity(f, config)
         for f in kept
     ]
-    kept.sort(key=lambda f: (f.span.start, f.code))
+    kept.sort(key=lambda f: (f.span.line, f.span.column, f.code))
     return Analysis(kept, problem, notes)
 
 

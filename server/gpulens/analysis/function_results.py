@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from gpulens.analysis.incremental import (
     FunctionMemo,
     FunctionResult,
+    MemoKey,
     fingerprint,
     shift_finding,
     within,
@@ -84,6 +85,7 @@ class FunctionResultsMixin:
     _looked_up: dict[tuple[int, int], tuple[Scope, dict[str, tuple[object, Value | None]]]]
     _devices: dict[int, tuple[Scope, tuple[str, ...]]]
     _file_key: tuple[object, ...] | None
+    _shared_key: tuple[tuple[object, ...], tuple[object, ...]] | None
 
     def walk_function(
         self, function: Function, enclosing: Scope, is_method: bool, sites: object
@@ -114,7 +116,7 @@ class FunctionResultsMixin:
         key = self.memo_key(function, enclosing, is_method, sites)
         cached = self.memo.results.get(key)
         if cached is not None:
-            self.memo.used.add(key)
+            self.memo.used[key] = cached
             self.replay(cached, first, enclosing)
             return
         ctx = self.ctx
@@ -141,11 +143,11 @@ class FunctionResultsMixin:
         result = self.result_of(recording, first, last, enclosing)
         if result is not None:
             self.memo.results[key] = result
-            self.memo.used.add(key)
+            self.memo.used[key] = result
 
     def memo_key(
         self, function: Function, enclosing: Scope, is_method: bool, sites: CallSites | None
-    ) -> tuple[object, ...]:
+    ) -> MemoKey:
         """Everything a function body's walk reads from outside the body."""
         assert self.memo is not None
         text = self.text_of(function)
@@ -184,34 +186,56 @@ class FunctionResultsMixin:
                 sites.hot_call,
                 sites.guessed,
             )
-        evaluator = self.evaluator
         owner = enclosing.enclosing_class()
-        return (
-            text,
-            is_method,
-            # the class around: where calls on self go (`A.step`), which steps a framework runs
-            None if owner is None else owner.name,
-            tuple(scope_values),
-            self.devices_in(enclosing),
-            tuple(
-                sorted(
-                    (
-                        k,
-                        fingerprint(v),
-                        self.returns_of(v) if k.removeprefix("self.") in methods else None,
+        return MemoKey(
+            (
+                text,
+                is_method,
+                # the class around: where calls on self go (`A.step`), which steps a
+                # framework runs
+                None if owner is None else owner.name,
+                tuple(scope_values),
+                self.devices_in(enclosing),
+                tuple(
+                    sorted(
+                        (
+                            k,
+                            fingerprint(v),
+                            self.returns_of(v) if k.removeprefix("self.") in methods else None,
+                        )
+                        for k, v in _self_bindings(enclosing).items()
                     )
-                    for k, v in _self_bindings(enclosing).items()
-                )
-            ),
-            passed,
-            # in binding order: the first local name of a module is the one fixes spell
-            tuple(self.ctx.imports.aliases.items()),
-            frozenset(evaluator.module_classes),
-            frozenset(evaluator.loader_classes),
-            tuple(sorted(evaluator.step_classes.items())),
-            self.file_key(),
-            chooses_only_cuda(self.ctx),  # which wait GPU004's fix writes
+                ),
+                passed,
+                self.shared_key(),
+            )
         )
+
+    def shared_key(self) -> tuple[object, ...]:
+        """The part of every key read from the whole file's state: the imports, the
+        classes seen so far, the file's definitions. Built once per state: with thousands
+        of classes, building it for each function made a keystroke quadratic in the file."""
+        evaluator = self.evaluator
+        state = (
+            self.ctx.imports.version,
+            len(evaluator.module_classes),
+            len(evaluator.loader_classes),
+            tuple(evaluator.step_classes.items()),  # (a class's framework may be replaced)
+        )
+        if self._shared_key is None or self._shared_key[0] != state:
+            shared = (
+                # in binding order: the first local name of a module is the one fixes spell
+                tuple(self.ctx.imports.aliases.items()),
+                # (the sets only grow during a walk: their sizes say when they changed)
+                frozenset(evaluator.module_classes),
+                frozenset(evaluator.loader_classes),
+                tuple(sorted(evaluator.step_classes.items())),
+                self.file_key(),
+                chooses_only_cuda(self.ctx),  # which wait GPU004's fix writes
+            )
+            assert self.memo is not None
+            self._shared_key = (state, self.memo.canonical(MemoKey(shared)))
+        return self._shared_key[1]
 
     def devices_in(self, scope: Scope | None) -> tuple[str, ...]:
         """The device variables visible in ``scope``, nearest first and each in binding

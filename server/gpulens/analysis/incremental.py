@@ -213,16 +213,48 @@ class FunctionResult:
     relocated: dict[int, str] = field(default_factory=dict)
 
 
+class MemoKey(tuple):  # type: ignore[type-arg]
+    """A memo key that hashes once: a key holds a function's text and the fingerprints of
+    everything its walk reads, and a tuple rehashes all of that on every lookup."""
+
+    _hash: int
+
+    def __new__(cls, parts: tuple[object, ...]) -> MemoKey:
+        key = super().__new__(cls, parts)
+        key._hash = tuple.__hash__(key)
+        return key
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        return self is other or tuple.__eq__(self, other)  # type: ignore[operator]
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
+
 class FunctionMemo:
     """Function-body results of the previous versions of a document."""
 
     def __init__(self) -> None:
-        self.results: dict[tuple[object, ...], FunctionResult] = {}
+        self.results: dict[MemoKey, FunctionResult] = {}
         self.names: dict[str, tuple[str, ...]] = {}  # function text -> names it reads
         # function text -> the names it calls: all, those not after a dot, methods of self
         self.called: dict[str, tuple[frozenset[str], frozenset[str], frozenset[str]]] = {}
-        self.used: set[tuple[object, ...]] = set()
+        # the results the last version used: the memo of the next one
+        self.used: dict[MemoKey, FunctionResult] = {}
         self._texts: set[str] = set()  # function texts of the last version
+        # one object per value of the part of keys read from the whole file, kept across
+        # versions, so that keys compare it by identity, not item by item
+        self._shared: dict[MemoKey, MemoKey] = {}
+        self._shared_used: dict[MemoKey, MemoKey] = {}
+
+    def canonical(self, shared: MemoKey) -> MemoKey:
+        """The object that stands for ``shared`` in every version's keys."""
+        found = self._shared.setdefault(shared, shared)
+        self._shared_used[found] = found
+        return found
 
     def names_in(self, text: str, function: ast.AST) -> tuple[str, ...]:
         self._texts.add(text)
@@ -246,11 +278,11 @@ class FunctionMemo:
 
     def forget_unused(self) -> None:
         """Drop what the last version did not use, so memory follows the document."""
-        self.results = {k: v for k, v in self.results.items() if k in self.used}
-        self.names = {k: v for k, v in self.names.items() if k in self._texts}
-        self.called = {k: v for k, v in self.called.items() if k in self._texts}
-        self.used = set()
-        self._texts = set()
+        self.results, self.used = self.used, {}
+        self._shared, self._shared_used = self._shared_used, {}
+        texts, self._texts = self._texts, set()
+        self.names = {k: v for k, v in self.names.items() if k in texts}
+        self.called = {k: v for k, v in self.called.items() if k in texts}
 
 
 def shift_finding(finding: Finding, delta: int) -> Finding:

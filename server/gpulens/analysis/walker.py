@@ -95,6 +95,7 @@ class _Walker(FunctionResultsMixin):
         ] = {}
         self._devices: dict[int, tuple[Scope, tuple[str, ...]]] = {}
         self._file_key: tuple[object, ...] | None = None
+        self._shared_key: tuple[tuple[object, ...], tuple[object, ...]] | None = None
         self._texts: dict[int, str] = {}  # id of a function (alive for the walk) -> its source
 
     # -- scopes -------------------------------------------------------------------------
