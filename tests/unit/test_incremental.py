@@ -467,6 +467,7 @@ def test_a_repaired_function_is_not_remembered_by_its_text() -> None:
     text = "import torch\n\n\ndef f(x):\n    for b in x:\n        b.cuda().item(\n"
     analyzer = DocumentAnalyzer()
     assert analyzer.analyze(text, DEFAULT_CONFIG) == analyze(text)
+    analyzer.warm()
     assert not analyzer.memo.results
 
 
@@ -490,4 +491,5 @@ def test_a_body_that_calls_a_function_it_defines_is_remembered() -> None:
     )
     analyzer = DocumentAnalyzer()
     assert analyzer.analyze(text, DEFAULT_CONFIG) == analyze(text)
+    analyzer.warm()
     assert any(key[0].startswith("def main") for key in analyzer.memo.results)

@@ -22,6 +22,7 @@ from gpulens.device.frameworks import (
     FrameworkReport,
     interpreter_env_visible_devices,
 )
+from gpulens.device.intervals import DEFAULT_INTERVAL_S, MIN_INTERVAL_S
 from gpulens.device.nvml import NvmlMonitor, NvmlReading
 from gpulens.device.recorded import backend_from_env
 
@@ -171,10 +172,6 @@ def shared_source() -> StatusSource:
 
 
 # --- polling ------------------------------------------------------------------------------------
-
-DEFAULT_INTERVAL_S = 2.0
-# Faster than this is noise for a status bar and only costs the user's CPU.
-MIN_INTERVAL_S = 0.25
 
 
 class StatusPoller:

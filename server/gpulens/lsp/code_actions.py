@@ -22,8 +22,6 @@ from pygls.workspace.position_codec import PositionCodec
 
 from gpulens.analysis import Analysis, Edit, Finding, Span
 from gpulens.analysis.config import suppression_edit
-from gpulens.analysis.edits import apply_fixes, first_safe_fix, fix_until_stable
-from gpulens.analysis.incremental import DocumentAnalyzer
 from gpulens.lsp.convert import (
     SOURCE,
     LineIndex,
@@ -88,6 +86,8 @@ class ActionRequest:
 
 def build_actions(request: ActionRequest) -> list[types.CodeAction]:
     """Every action that applies at the request's selection, in menu order."""
+    from gpulens.analysis.edits import first_safe_fix
+
     index = LineIndex(request.text, request.codec)
     selection = index.range_to_span(request.selection)
     here = [f for f in request.analysis.findings if f.span.overlaps(selection)]
@@ -132,6 +132,8 @@ def _diagnostic(request: ActionRequest, index: LineIndex, finding: Finding) -> t
 def _quick_fixes(
     request: ActionRequest, index: LineIndex, findings: Sequence[Finding]
 ) -> list[types.CodeAction]:
+    from gpulens.analysis.edits import apply_fixes, first_safe_fix
+
     actions = []
     cell = request.snapshot.is_notebook
     for finding in findings:
@@ -196,6 +198,9 @@ def _refactors(request: ActionRequest, index: LineIndex, selection: Span) -> lis
 def fixed_text(snapshot: Snapshot, position: int, analyses: Sequence[Analysis]) -> str:
     """The text at ``position`` after fix-all: the first safe fix of every finding, round
     after round until nothing changes, as `gpulens check --fix` makes it."""
+    from gpulens.analysis.edits import fix_until_stable
+    from gpulens.analysis.incremental import DocumentAnalyzer
+
     analyzer = DocumentAnalyzer()  # each round's text differs from the last in a few lines
 
     def reanalyze(texts: list[str]) -> list[Analysis]:

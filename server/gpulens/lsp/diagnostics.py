@@ -1,10 +1,15 @@
-"""Diagnostics: debounced analysis in worker threads, published only for the latest text.
+"""Diagnostics: analysis in worker threads after an adaptive debounce, one analysis of a
+document at a time, published only for the latest text.
 
-Every change (re)starts a short timer per document or notebook; when it fires, a snapshot
-is analysed off the event loop, so requests keep being answered while it runs. A result is
-published only if the text it was computed from is still the current one, so an older
-analysis finishing late never overwrites a newer one. Code actions and hover reuse the
-latest result, or wait for the one being computed for the current text.
+Every change (re)starts a timer per document or notebook. Its delay follows what the
+document costs to analyse (`adaptive_delay_s`): a few milliseconds for a file analysed in
+20 ms, up to 75 ms for one that takes a third of a second, none for the first change after
+a pause. When the timer fires, a snapshot is analysed off the event loop, so requests keep
+being answered while it runs. A document is analysed once at a time: a change that arrives
+meanwhile is analysed as soon as the running analysis ends, on the text current then, so
+intermediate texts are skipped rather than queued. A result is published only if the text
+it was computed from is still the current one. Code actions and hover reuse the latest
+result, or wait for the one being computed for the current text.
 """
 
 from __future__ import annotations
@@ -13,17 +18,16 @@ import asyncio
 import contextlib
 import logging
 import os
+import threading
+import time
 import traceback
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
-from gpulens.analysis import Analysis
-from gpulens.analysis.incremental import DocumentAnalyzer
-from gpulens.lsp.convert import LineIndex, finding_to_diagnostic
 from gpulens.lsp.documents import (
     MAX_ANALYSED_CHARS,
     Snapshot,
@@ -33,24 +37,49 @@ from gpulens.lsp.documents import (
     statement_starts,
     target_of,
 )
+from gpulens.lsp.published import PublishedDiagnostics
 from gpulens.lsp.settings import FIRST_SETTINGS_TIMEOUT_S
 
 if TYPE_CHECKING:
+    from gpulens.analysis import Analysis
+    from gpulens.analysis.incremental import DocumentAnalyzer
     from gpulens.lsp.server import GpulensServer
 
 logger = logging.getLogger(__name__)
 
-# Wait this long after the last keystroke: typing at 10 chars/s then costs one analysis per
-# pause, not one per character. 0 (benchmarks) analyses every change at once.
-DEBOUNCE_S = 0.075
+# The debounce waits this share of the document's last analysis time, at most MAX_DEBOUNCE_S:
+# typing into a file analysed in 20 ms waits 5 ms, into one analysed in 300 ms, 75 ms.
+DEBOUNCE_SHARE = 0.25
+MAX_DEBOUNCE_S = 0.075
+# A change this long after the previous one is analysed at once: nothing to coalesce.
+PAUSE_S = 1.0
 DELAY_ENV = "GPULENS_LSP_DIAGNOSTIC_DELAY_MS"
 
 
-def default_delay_s() -> float:
+def adaptive_delay_s(analysis_s: float | None, since_change_s: float) -> float:
+    """How long to wait after a change before analysing: a share of what the document's
+    last analysis took (typing faster than that only makes analyses the next keystroke
+    throws away), and nothing for a first analysis or a change after a pause."""
+    if analysis_s is None or since_change_s >= PAUSE_S:
+        return 0.0
+    return min(MAX_DEBOUNCE_S, DEBOUNCE_SHARE * analysis_s)
+
+
+def _import_analysis() -> None:
+    try:
+        import gpulens.analysis.incremental
+        import gpulens.analysis.walker
+        import gpulens.analysis.wrapped_magics  # noqa: F401
+    except Exception:  # the first analysis imports it again and reports what fails
+        logger.exception("importing the analysis failed")
+
+
+def fixed_delay_s() -> float | None:
+    """A fixed delay set in the environment (tests, benchmarks), or None: adaptive."""
     try:
         return max(0.0, float(os.environ[DELAY_ENV]) / 1000)
     except (KeyError, ValueError):
-        return DEBOUNCE_S
+        return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,30 +98,58 @@ class Result:
         return self.snapshot.texts[index], self.analyses[index]
 
 
+@dataclass(slots=True)
+class _Target:
+    """What the scheduler keeps per document or notebook."""
+
+    timer: asyncio.Task[None] | None = None
+    running: tuple[Snapshot, asyncio.Future[Result]] | None = None
+    result: Result | None = None
+    analyzer: DocumentAnalyzer | None = None  # the parses and results of earlier versions
+    analysis_s: float | None = None  # how long its last analysis took
+    changed_at: float = 0.0  # when its text last changed
+    published: PublishedDiagnostics = field(default_factory=PublishedDiagnostics)
+    cells: set[str] = field(default_factory=set)  # a notebook's cells given diagnostics
+    warming: asyncio.Task[None] | None = None  # recording its first analysis's results
+
+
 class DiagnosticsScheduler:
     def __init__(self, server: GpulensServer) -> None:
         self._server = server
-        self.delay_s = default_delay_s()
+        # None: the adaptive debounce; a number (initializationOptions, the environment):
+        # that fixed delay
+        self.delay_s: float | None = fixed_delay_s()
         # two workers: one large document being analysed does not hold back a small one
         self.pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="gpulens-analysis")
-        self._timers: dict[str, asyncio.Task[None]] = {}
-        self._running: dict[str, tuple[Snapshot, asyncio.Future[Result]]] = {}
-        self._results: dict[str, Result] = {}
-        self._published_cells: dict[str, set[str]] = {}
+        self._targets: dict[str, _Target] = {}
         self._too_large_reported: set[str] = set()
-        # per open document: the parse and function results of its earlier versions
-        self._analyzers: dict[str, DocumentAnalyzer] = {}
+
+    def preload(self) -> None:
+        """Import the analysis on a thread of its own, once `initialize` is answered: the
+        server starts without it, and the first document comes a moment later."""
+        threading.Thread(target=_import_analysis, name="gpulens-preload", daemon=True).start()
+
+    def _target(self, target: str) -> _Target:
+        found = self._targets.get(target)
+        if found is None:
+            found = self._targets[target] = _Target()
+        return found
 
     def schedule(self, uri: str, delay_s: float | None = None) -> None:
         """Analyse ``uri`` (or the notebook holding it) after the debounce delay."""
         target = target_of(self._server, uri)
         if target is None:
             return
-        timer = self._timers.pop(target, None)
-        if timer is not None:
-            timer.cancel()
-        delay = self.delay_s if delay_s is None else delay_s
-        self._timers[target] = asyncio.get_running_loop().create_task(self._after(target, delay))
+        state = self._target(target)
+        now = time.monotonic()
+        if delay_s is None:
+            delay_s = self.delay_s
+        if delay_s is None:
+            delay_s = adaptive_delay_s(state.analysis_s, now - state.changed_at)
+        state.changed_at = now
+        if state.timer is not None:
+            state.timer.cancel()
+        state.timer = asyncio.get_running_loop().create_task(self._after(target, delay_s))
 
     def refresh_all(self) -> None:
         """Re-analyse every open document, e.g. after the settings changed."""
@@ -100,6 +157,7 @@ class DiagnosticsScheduler:
             self.schedule(target, delay_s=0)
 
     async def _after(self, target: str, delay_s: float) -> None:
+        state = self._target(target)
         try:
             if delay_s:
                 await asyncio.sleep(delay_s)
@@ -113,8 +171,8 @@ class DiagnosticsScheduler:
         finally:
             # from here on a newer change no longer cancels this task: a request may be
             # waiting on its result, and a result for an older text is simply not published
-            if self._timers.get(target) is asyncio.current_task():
-                del self._timers[target]
+            if state.timer is asyncio.current_task():
+                state.timer = None
         try:
             await self.current(target)
         except Exception:
@@ -122,29 +180,48 @@ class DiagnosticsScheduler:
             self._server.log(types.MessageType.Error, f"gpulens: analysis of {target} failed")
 
     async def current(self, uri: str) -> Result | None:
-        """The result for the current text of ``uri``: cached, being computed, or computed now."""
-        snapshot = snapshot_of(self._server, uri)
-        if snapshot is None:
-            return None
-        cached = self._results.get(snapshot.target)
-        if cached is not None and cached.snapshot.same_input(snapshot):
-            return cached
-        running = self._running.get(snapshot.target)
-        if running is not None and running[0].same_input(snapshot):
-            return await asyncio.shield(running[1])
+        """The result for the current text of ``uri``: cached, being computed, or computed now.
+        One analysis of a document runs at a time; a newer text waits for it to end."""
+        while True:
+            snapshot = snapshot_of(self._server, uri)
+            if snapshot is None:
+                return None
+            state = self._target(snapshot.target)
+            cached = state.result
+            if cached is not None and cached.snapshot.same_input(snapshot):
+                return cached
+            if state.running is not None:
+                running_snapshot, running = state.running
+                if running_snapshot.same_input(snapshot):
+                    return await asyncio.shield(running)
+                # an older text is being analysed: its end frees the analyzer for this one
+                with contextlib.suppress(Exception):
+                    await asyncio.shield(running)
+                continue
+            return await self._analyse(snapshot, state)
+
+    async def _analyse(self, snapshot: Snapshot, state: _Target) -> Result:
         future: asyncio.Future[Result] = asyncio.get_running_loop().create_future()
-        self._running[snapshot.target] = (snapshot, future)
+        state.running = (snapshot, future)
         try:
+            began = time.perf_counter()
             try:
-                analyzer = self._analyzers.setdefault(snapshot.target, DocumentAnalyzer())
+                if state.analyzer is None:
+                    from gpulens.analysis.incremental import DocumentAnalyzer
+
+                    state.analyzer = DocumentAnalyzer()
+                analyzer = state.analyzer
                 analyses = await asyncio.get_running_loop().run_in_executor(
                     self.pool, analyse, snapshot, analyzer
                 )
                 starts = statement_starts(snapshot, analyzer)
             except Exception:
                 # a bug in a rule costs this text its findings, never the session
+                from gpulens.analysis import Analysis
+
                 self._report_failure(snapshot)
                 analyses, starts = [Analysis([]) for _ in snapshot.texts], None
+            state.analysis_s = time.perf_counter() - began
             result = Result(snapshot, analyses, starts)
             future.set_result(result)
         except asyncio.CancelledError:
@@ -155,36 +232,56 @@ class DiagnosticsScheduler:
             future.exception()  # retrieved: other waiters re-raise it, nobody logs it twice
             raise
         finally:
-            if self._running.get(snapshot.target, (None, None))[1] is future:
-                del self._running[snapshot.target]
+            if state.running is not None and state.running[1] is future:
+                state.running = None
         latest = snapshot_of(self._server, snapshot.target)
         if latest is not None and latest.same_input(snapshot):
-            self._results[snapshot.target] = result
-            self._publish(result)
+            state.result = result
+            self._publish(result, state)
+        if state.analyzer is not None and state.analyzer.cold:
+            self._warm(snapshot, result, state)
         return result
 
-    def _publish(self, result: Result) -> None:
+    def _warm(self, snapshot: Snapshot, result: Result, state: _Target) -> None:
+        """Records the function results of a first analysis once its diagnostics are out
+        (`DocumentAnalyzer.warm`), as the document's running analysis: a change made
+        meanwhile is analysed after it, replaying what it recorded."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Result] = loop.create_future()
+        state.running = (snapshot, future)
+        analyzer = state.analyzer
+        assert analyzer is not None
+
+        async def warm() -> None:
+            try:
+                await loop.run_in_executor(self.pool, analyzer.warm)
+            except Exception:
+                logger.exception("recording the function results of %s failed", snapshot.target)
+            finally:
+                future.set_result(result)
+                if state.running is not None and state.running[1] is future:
+                    state.running = None
+
+        state.warming = loop.create_task(warm())
+
+    def _publish(self, result: Result, state: _Target) -> None:
         snapshot = result.snapshot
         if result.analyses is None:
             self._report_too_large(snapshot)
         codec = self._server.workspace.position_codec
         for index, (uri, text) in enumerate(zip(snapshot.uris, snapshot.texts, strict=True)):
             findings = [] if result.analyses is None else result.analyses[index].findings
-            diagnostics: list[types.Diagnostic] = []
-            if findings:  # no line table for a text without findings: 5 MB would cost 100 ms
-                line_index = LineIndex(text, codec)
-                diagnostics = [finding_to_diagnostic(f, line_index) for f in findings]
-            self._server.text_document_publish_diagnostics(
-                types.PublishDiagnosticsParams(
-                    uri=uri, version=snapshot.version_of(uri), diagnostics=diagnostics
-                )
+            params = state.published.params_json(
+                uri, snapshot.version_of(uri), text, findings, codec
             )
+            self._server.protocol.notify_json(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS, params)
+        state.published.forget_unpublished()
         if snapshot.is_notebook:
             # cells deleted or turned into markdown keep no stale diagnostics
             published = set(snapshot.uris)
-            for gone in self._published_cells.get(snapshot.target, set()) - published:
+            for gone in state.cells - published:
                 self.clear(gone)
-            self._published_cells[snapshot.target] = published
+            state.cells = published
 
     def _report_failure(self, snapshot: Snapshot) -> None:
         logger.exception("analysis of %s failed", snapshot.target)
@@ -211,16 +308,15 @@ class DiagnosticsScheduler:
 
     def forget(self, target: str, uris: Sequence[str]) -> None:
         """A document or notebook was closed: stop its work and clear what it showed."""
-        timer = self._timers.pop(target, None)
-        if timer is not None:
-            timer.cancel()
-        self._results.pop(target, None)
-        self._analyzers.pop(target, None)
+        state = self._targets.pop(target, None)
+        if state is not None and state.timer is not None:
+            state.timer.cancel()
         self._too_large_reported.discard(target)
-        for uri in {*uris, *self._published_cells.pop(target, set())}:
+        for uri in {*uris, *(state.cells if state is not None else ())}:
             self.clear(uri)
 
     def shutdown(self) -> None:
-        for timer in self._timers.values():
-            timer.cancel()
+        for state in self._targets.values():
+            if state.timer is not None:
+                state.timer.cancel()
         self.pool.shutdown(wait=False, cancel_futures=True)

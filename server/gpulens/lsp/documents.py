@@ -12,13 +12,11 @@ from urllib.parse import unquote
 
 from lsprotocol import types
 
-from gpulens.analysis import Analysis, Config, analyze_cells
-from gpulens.analysis.incremental import DocumentAnalyzer
-from gpulens.analysis.wrapped_magics import analyze_text
-
 if TYPE_CHECKING:
     from pygls.workspace import TextDocument
 
+    from gpulens.analysis import Analysis, Config
+    from gpulens.analysis.incremental import DocumentAnalyzer
     from gpulens.lsp.server import GpulensServer
 
 # Above this many characters a document is not analysed (one info log says so): parsing a
@@ -70,6 +68,9 @@ def analyse(snapshot: Snapshot, analyzer: DocumentAnalyzer) -> list[Analysis] | 
     computed, and gives what a fresh analysis would. A text document is analysed with the
     bodies of the cell magics JupyterLab-LSP wraps in strings as code (`wrapped_magics`).
     """
+    from gpulens.analysis import analyze_cells
+    from gpulens.analysis.wrapped_magics import analyze_text
+
     if snapshot.size > MAX_ANALYSED_CHARS:
         return None
     if snapshot.is_notebook:

@@ -51,14 +51,12 @@ from gpulens.lsp.settings import plain
 from gpulens.lsp.text_documents import LspTextDocument
 from gpulens.lsp.trust import UNTRUSTED_LENS, UNTRUSTED_PROFILE, may_profile
 from gpulens.profiler.cells import Cell, cell_at_line, split_cells
-from gpulens.profiler.display import annotate
-from gpulens.profiler.report import failed_payload
-from gpulens.profiler.runner import BackgroundProfile
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
 
     from gpulens.lsp.server import GpulensServer
+    from gpulens.profiler.runner import BackgroundProfile
 
 logger = logging.getLogger(__name__)
 
@@ -184,6 +182,9 @@ class ProfileRequest:
     label: str  # "cell 2 of train.py", for the progress title
 
     def start(self) -> BackgroundProfile:
+        # the profiler loads with the first profile, not with the server
+        from gpulens.profiler.runner import BackgroundProfile
+
         return BackgroundProfile(
             self.path,
             text=self.text,
@@ -293,6 +294,8 @@ class Progress:
 
 
 async def run_profile_command(ls: Any, uri: str, line: int) -> dict[str, Any]:
+    from gpulens.profiler.report import failed_payload
+
     task = asyncio.current_task()
     if task is not None:
         _cancel_with_request(ls, task)
@@ -342,6 +345,8 @@ _MESSAGE_TYPES = {
 
 
 async def _profile(ls: Any, request: ProfileRequest) -> dict[str, Any]:
+    from gpulens.profiler.display import annotate
+
     profiles: Profiles = ls.profiles
     progress = Progress(ls)
     await progress.begin(f"gpulens: profiling {request.label}")

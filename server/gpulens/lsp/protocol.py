@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Generator
 from typing import Any
@@ -51,6 +52,25 @@ class GpulensProtocol(LanguageServerProtocol):
         # by hand: lsprotocol's message type leaves out an id of null, which JSON-RPC requires
         error = {"code": code, "message": message}
         self._send_data({"jsonrpc": "2.0", "id": msg_id, "error": error})
+
+    def notify_json(self, method: str, params: str) -> None:
+        """A notification whose params are JSON text already (large, mostly unchanged
+        payloads: `published`); sent as pygls sends any message."""
+        if self.writer is None:
+            logger.error("Unable to send %s, no available transport!", method)
+            return
+        body = f'{{"jsonrpc": "2.0", "method": {json.dumps(method)}, "params": {params}}}'
+        data = body.encode(self.CHARSET)
+        if self._include_headers:
+            header = (
+                f"Content-Length: {len(data)}\r\n"
+                f"Content-Type: {self.CONTENT_TYPE}; charset={self.CHARSET}\r\n\r\n"
+            )
+            data = header.encode(self.CHARSET) + data
+        try:
+            self.writer.write(data)
+        except BrokenPipeError:
+            logger.warning("could not send %s: the client closed the connection", method)
 
     def report_error(self, error: Exception) -> None:
         self._server._report_server_error(error, JsonRpcException)

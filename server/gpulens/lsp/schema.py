@@ -10,9 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from gpulens.device.status import DEFAULT_INTERVAL_S as DEFAULT_STATUS_INTERVAL_S
-from gpulens.device.status import MIN_INTERVAL_S as MIN_STATUS_INTERVAL_S
-from gpulens.profiler.runner import DEFAULT_TIMEOUT_S
+from gpulens.device.intervals import DEFAULT_INTERVAL_S as DEFAULT_STATUS_INTERVAL_S
+from gpulens.device.intervals import MIN_INTERVAL_S as MIN_STATUS_INTERVAL_S
+from gpulens.profiler.timeouts import DEFAULT_TIMEOUT_S
 
 SECTION = "gpulens"
 

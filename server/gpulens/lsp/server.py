@@ -38,6 +38,9 @@ from gpulens.lsp.protocol import GpulensProtocol, log_answered_errors_in_one_lin
 
 logger = logging.getLogger(__name__)
 
+# how long after `initialized` the status starts polling (see on_initialized)
+STATUS_START_DELAY_S = 0.5
+
 
 class GpulensServer(LanguageServer):
     """The language server, holding the state the feature modules share."""
@@ -57,6 +60,7 @@ class GpulensServer(LanguageServer):
         self.diagnostics = diagnostics.DiagnosticsScheduler(self)
         self.status = status.StatusNotifications(self)
         self.profiles = profiling.Profiles()
+        self._reporting = False
         log_answered_errors_in_one_line()
 
     def _settings_changed(self) -> None:
@@ -82,6 +86,18 @@ class GpulensServer(LanguageServer):
     def report_server_error(self, error: Exception, source: Any) -> None:
         # Every unexpected error goes to the log, not to a pop-up: a user mid-typing cannot
         # act on it, and requests already carry their error back in the response.
+        if self._reporting:
+            # the log message itself could not be sent (its own error lands here): writing
+            # it again would recurse until the stack or stderr's pipe gave out
+            logger.error("gpulens: error while reporting an error: %s", error)
+            return
+        self._reporting = True
+        try:
+            self._report(error, source)
+        finally:
+            self._reporting = False
+
+    def _report(self, error: Exception, source: Any) -> None:
         detail = ""
         data = getattr(error, "data", None)
         if isinstance(data, dict) and isinstance(data.get("traceback"), list):
@@ -122,10 +138,15 @@ def build_server() -> GpulensServer:
         delay = options.get("diagnosticDelayMs") if isinstance(options, dict) else None
         if isinstance(delay, int | float) and not isinstance(delay, bool) and delay >= 0:
             ls.diagnostics.delay_s = delay / 1000
+        # after this answer is written: nothing but the handshake before it
+        asyncio.get_running_loop().call_soon(ls.diagnostics.preload)
 
     @server.feature(types.INITIALIZED)
     async def on_initialized(ls: GpulensServer, params: types.InitializedParams) -> None:
-        ls.status.start()  # its first payload goes out now; settings only tune it
+        # the status (NVML, the framework probes) starts a moment later: the first document's
+        # analysis waits for the settings, not for it. Its first payload goes out then;
+        # settings only tune it
+        asyncio.get_running_loop().call_later(STATUS_START_DELAY_S, ls.status.start)
         try:
             await ls.settings.pull()
         finally:

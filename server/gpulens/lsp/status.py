@@ -14,38 +14,70 @@ import asyncio
 import sys
 from typing import TYPE_CHECKING, Any
 
-from gpulens.device.frameworks import FrameworkProbeCache
-from gpulens.device.status import StatusPoller, StatusSource
 from gpulens.lsp.settings import EditorSettings, plain
 from gpulens.lsp.trust import probe_interpreter
 
 if TYPE_CHECKING:
+    from gpulens.device.status import StatusPoller, StatusSource
     from gpulens.lsp.server import GpulensServer
 
 STATUS_METHOD = "gpulens/status"
 
 
 class StatusNotifications:
-    """The status source of one server, and the poller that notifies its client."""
+    """The status source of one server, and the poller that notifies its client. Both are
+    made on first use (after `initialize` is answered): NVML and the probes load then."""
 
     def __init__(self, server: GpulensServer) -> None:
         self._server = server
-        self.source = StatusSource(probes=FrameworkProbeCache())
-        self.poller = StatusPoller(self.source, self._publish)
+        self._source: StatusSource | None = None
+        self._poller: StatusPoller | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._python = sys.executable
+        self._interval_s: float | None = None
+        self._stopped = False
+
+    @property
+    def source(self) -> StatusSource:
+        if self._source is None:
+            from gpulens.device.frameworks import FrameworkProbeCache
+            from gpulens.device.status import StatusSource
+
+            self._source = StatusSource(probes=FrameworkProbeCache())
+            self._source.probes.set_python(self._python)
+        return self._source
+
+    @property
+    def poller(self) -> StatusPoller:
+        if self._poller is None:
+            from gpulens.device.status import StatusPoller
+
+            self._poller = StatusPoller(self.source, self._publish)
+            if self._interval_s is not None:
+                self._poller.set_interval(self._interval_s)
+        return self._poller
 
     def start(self) -> None:
-        """Notify now and from now on (called on the event loop, after `initialized`)."""
+        """Notify now and from now on (called on the event loop, after `initialized`);
+        nothing once the server stopped."""
+        if self._stopped:
+            return
         self._loop = asyncio.get_running_loop()
         self.poller.start()
 
     def follow(self, settings: EditorSettings, trusted: bool | None) -> None:
         python = probe_interpreter(settings.profile_python, trusted)
-        self.source.probes.set_python(python or sys.executable)
-        self.poller.set_interval(settings.status_interval_seconds)
+        self._python = python or sys.executable
+        self._interval_s = settings.status_interval_seconds
+        if self._source is not None:
+            self._source.probes.set_python(self._python)
+        if self._poller is not None:
+            self._poller.set_interval(self._interval_s)
 
     def stop(self) -> None:
-        self.poller.stop()
+        self._stopped = True
+        if self._poller is not None:
+            self._poller.stop()
 
     def _publish(self, payload: dict[str, Any]) -> None:
         # on the poller's thread: the notification is written from the event loop

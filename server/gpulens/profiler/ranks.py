@@ -38,7 +38,6 @@ from gpulens.profiler.report import failed_payload
 from gpulens.profiler.runner import (
     _DRAIN_S,
     _POLL_S,
-    DEFAULT_TIMEOUT_S,
     INTERRUPT_GRACE_S,
     OutputTail,
     StopRequest,
@@ -50,6 +49,7 @@ from gpulens.profiler.runner import (
     _start_thread,
     interpreter_failed,
 )
+from gpulens.profiler.timeouts import DEFAULT_TIMEOUT_S
 
 _RANK_FILE = re.compile(r"^rank-(\d+)\.json$")
 # how long a removal of the run's folder is retried while ranks that were killed let go of it

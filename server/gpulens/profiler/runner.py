@@ -36,8 +36,8 @@ from gpulens.analysis.source import source_lines
 from gpulens.profiler.cells import Cell, cell_at_line, cell_by_number, last_line_of, split_cells
 from gpulens.profiler.display import annotate
 from gpulens.profiler.report import failed_payload
+from gpulens.profiler.timeouts import DEFAULT_TIMEOUT_S
 
-DEFAULT_TIMEOUT_S = 600.0
 # after the SIGINT (timeout or stop request), how long the child may take to write what it has
 INTERRUPT_GRACE_S = 3.0
 OUTPUT_TAIL = 4000
