@@ -88,6 +88,17 @@ class ModuleFacts:
     device_names: set[str] = field(default_factory=set)  # top-level device variables
 
 
+def borne_out(pending: list[tuple[Condition, Finding]], facts: ModuleFacts) -> list[Finding]:
+    """The pending findings whose condition the whole file bears out."""
+    hard_coded = sum(c is Condition.MANY_HARD_CODED_DEVICES for c, _ in pending)
+    holds = {
+        Condition.USES_GPU: facts.uses_gpu,
+        Condition.REDUCED_PRECISION: facts.reduced_precision,
+        Condition.MANY_HARD_CODED_DEVICES: hard_coded >= MANY_HARD_CODED_DEVICES,
+    }
+    return [finding for condition, finding in pending if holds[condition]]
+
+
 class Context:
     __slots__ = (
         "_tree",
@@ -223,13 +234,7 @@ class Context:
         self.pending.extend((condition, finding) for finding in findings)
 
     def finish(self) -> None:
-        hard_coded = sum(c is Condition.MANY_HARD_CODED_DEVICES for c, _ in self.pending)
-        holds = {
-            Condition.USES_GPU: self.facts.uses_gpu,
-            Condition.REDUCED_PRECISION: self.facts.reduced_precision,
-            Condition.MANY_HARD_CODED_DEVICES: hard_coded >= MANY_HARD_CODED_DEVICES,
-        }
-        self.findings.extend(finding for condition, finding in self.pending if holds[condition])
+        self.findings.extend(borne_out(self.pending, self.facts))
         self.pending.clear()
 
     # -- spelling -----------------------------------------------------------------------

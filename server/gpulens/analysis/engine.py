@@ -13,7 +13,10 @@ from gpulens.analysis.model import Finding
 from gpulens.analysis.source import SourceText, SyntaxProblem
 
 if TYPE_CHECKING:
+    import ast
+
     from gpulens.analysis.incremental import BlockParser, FunctionMemo
+    from gpulens.analysis.regions import Trace
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,7 +28,7 @@ class Analysis:
 
 
 @contextmanager
-def _collector_paused() -> Iterator[None]:
+def collector_paused() -> Iterator[None]:
     """A parse makes millions of nodes; each full collection rescans them all, which made a
     5 MB file take 3× longer than 5 × 1 MB. The tree holds no cycles worth collecting."""
     was_enabled = gc.isenabled()
@@ -50,20 +53,46 @@ def analyze(
     (`DocumentAnalyzer` holds them); the result is the same with or without them.
     """
     from gpulens.analysis.incremental import BlockParser
+
+    with collector_paused():
+        parser = blocks or BlockParser()
+        tree, problem, repaired = parser.parse(text)
+        source = SourceText(text, parser.lines)
+        return walk_parsed(tree, problem, repaired, source, config, memo=memo)
+
+
+def walk_parsed(
+    tree: ast.Module,
+    problem: SyntaxProblem | None,
+    repaired: frozenset[int],
+    source: SourceText,
+    config: Config,
+    *,
+    memo: FunctionMemo | None = None,
+    trace: Trace | None = None,
+) -> Analysis:
+    """`analyze` of a text parsed already (``trace``: see `regions`)."""
     from gpulens.analysis.walker import walk_module
 
-    source = SourceText(text)
-    with _collector_paused():
-        tree, problem, repaired = (blocks or BlockParser()).parse(text)
+    if trace is None:
         findings, notes = walk_module(tree, source, config, memo, repaired)
-    table = suppressions(source.lines)
+    else:
+        findings, notes = walk_module(tree, source, config, memo, repaired, trace=trace)
+    return Analysis(shown(findings, source, config), problem, notes)
+
+
+def shown(findings: list[Finding], source: SourceText, config: Config) -> list[Finding]:
+    """The findings the configuration keeps, at its severities, not suppressed by a
+    comment, in the order of the text."""
+    # a file without the word has no suppression comment: no need to read every line
+    table = suppressions(source.lines) if "gpulens" in source.text else {}
     kept = [f for f in findings if config.enabled(f.code) and not is_suppressed(f, table)]
     kept = [
         f if config.severity_of(f.code, f.severity) == f.severity else _with_severity(f, config)
         for f in kept
     ]
     kept.sort(key=lambda f: (f.span.line, f.span.column, f.code))
-    return Analysis(kept, problem, notes)
+    return kept
 
 
 def _with_severity(finding: Finding, config: Config) -> Finding:

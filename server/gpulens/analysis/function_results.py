@@ -27,12 +27,15 @@ from gpulens.analysis.symbols import Kind, Scope, Value
 if TYPE_CHECKING:
     from gpulens.analysis.context import Context
     from gpulens.analysis.definitions import Definitions
+    from gpulens.analysis.regions import Trace
     from gpulens.analysis.values import Evaluator
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 # values that name a def of the file: its identity matters (what it returns, whose it is)
 _NAMED = (Kind.FUNCTION, Kind.CLASS, Kind.INSTANCE)
 Judgment = tuple[Function, tuple[int, int, int]]
+# what a function body's walk does to the rest of the walk (`effects_of`)
+Effects = tuple[object, ...]
 Call = tuple[str, tuple[tuple[int | str, Value | None], ...], str | None]
 
 
@@ -86,6 +89,7 @@ class FunctionResultsMixin:
     _devices: dict[int, tuple[Scope, tuple[str, ...]]]
     _file_key: tuple[object, ...] | None
     _shared_key: tuple[tuple[object, ...], tuple[object, ...]] | None
+    trace: Trace | None
 
     def walk_function(
         self, function: Function, enclosing: Scope, is_method: bool, sites: object
@@ -104,6 +108,14 @@ class FunctionResultsMixin:
         raise NotImplementedError
 
     def function_body(self, function: Function, enclosing: Scope, is_method: bool) -> None:
+        trace = self.trace
+        if trace is not None and not self._recordings:  # a function of the module's level
+            if trace.module_reads is None:
+                trace.module_reads = self.ctx.outside_reads
+            if function is trace.target:
+                trace.capture(self, enclosing, is_method)
+                trace.target_walked(*self.walk_target(function, enclosing, is_method))
+                return
         sites = self.sites_of(function, enclosing, is_method)
         first = function.lineno - 1
         last = (function.end_lineno or function.lineno) - 1
@@ -111,16 +123,31 @@ class FunctionResultsMixin:
             # a repaired body was walked as other text than its own: its text cannot key it
             self.walk_function(function, enclosing, is_method, sites)
             return
-        evaluator = self.evaluator
-        judged = len(evaluator.judgments_read)
+        judged = len(self.evaluator.judgments_read)
         key = self.memo_key(function, enclosing, is_method, sites)
         cached = self.memo.results.get(key)
         if cached is not None:
             self.memo.used[key] = cached
             self.replay(cached, first, enclosing)
             return
-        ctx = self.ctx
-        recording = Recording(
+        recording = self.recording(enclosing, judged)
+        self._recordings.append(recording)
+        try:
+            self.walk_function(function, enclosing, is_method, sites)
+        finally:
+            self._recordings.pop()
+        result = self.result_of(recording, first, last, enclosing)
+        if result is not None:
+            self.memo.results[key] = result
+            self.memo.used[key] = result
+        elif trace is not None and not self._recordings:
+            trace.unkeyed += 1  # what it read is not all in a key: it may read any text
+
+    def recording(self, enclosing: Scope, judged: int) -> Recording:
+        """A recording of what a body's walk adds, from now on (``judged``: how many
+        judgments had been read before its key was taken)."""
+        ctx, evaluator = self.ctx, self.evaluator
+        return Recording(
             len(ctx.findings),
             len(ctx.pending),
             ctx.facts.uses_gpu,
@@ -135,15 +162,63 @@ class FunctionResultsMixin:
             frozenset(evaluator.judgments_read[judged:]),
             evaluator.state(),
         )
+
+    def walk_target(
+        self, function: Function, enclosing: Scope, is_method: bool
+    ) -> tuple[Effects, int, int]:
+        """Walks (or replays) the function a trace follows, as `function_body` does, and
+        says what it did to the rest of the walk: its effects, and how many findings and
+        pending findings it added."""
+        ctx = self.ctx
+        sites = self.sites_of(function, enclosing, is_method)
+        first = function.lineno - 1
+        last = (function.end_lineno or function.lineno) - 1
+        key = None
+        judged = len(self.evaluator.judgments_read)
+        if self.memo is not None and not any(first <= line <= last for line in self.repaired):
+            key = self.memo_key(function, enclosing, is_method, sites)
+        cached = None if key is None or self.memo is None else self.memo.results.get(key)
+        findings, pending = len(ctx.findings), len(ctx.pending)
+        recording = self.recording(enclosing, judged)
         self._recordings.append(recording)
         try:
-            self.walk_function(function, enclosing, is_method, sites)
+            if cached is not None:
+                assert self.memo is not None and key is not None
+                self.memo.used[key] = cached
+                self.replay(cached, first, enclosing)
+            else:
+                self.walk_function(function, enclosing, is_method, sites)
         finally:
             self._recordings.pop()
-        result = self.result_of(recording, first, last, enclosing)
-        if result is not None:
-            self.memo.results[key] = result
-            self.memo.used[key] = result
+        effects = self.effects_of(recording, enclosing)
+        if cached is None and key is not None and self.memo is not None:
+            result = self.result_of(recording, first, last, enclosing)
+            if result is not None:
+                self.memo.results[key] = result
+                self.memo.used[key] = result
+        return effects, len(ctx.findings) - findings, len(ctx.pending) - pending
+
+    def effects_of(self, recording: Recording, enclosing: Scope) -> Effects:
+        """What a body's walk or replay changed for the rest of the walk: the calls it
+        made, the facts it set, the attributes, imports and classes it bound."""
+        ctx, evaluator = self.ctx, self.evaluator
+        before = recording.self_bindings
+        return (
+            tuple(recording.calls),
+            ctx.facts.uses_gpu and not recording.uses_gpu,
+            ctx.facts.reduced_precision and not recording.reduced_precision,
+            tuple(
+                (k, v) for k, v in _self_bindings(enclosing).items() if before.get(k, ...) is not v
+            ),
+            tuple((k, v) for k, v in ctx.imports.aliases.items() if recording.aliases.get(k) != v),
+            frozenset(evaluator.module_classes - recording.module_classes),
+            frozenset(evaluator.loader_classes - recording.loader_classes),
+            tuple(
+                (k, v)
+                for k, v in evaluator.step_classes.items()
+                if recording.step_classes.get(k) != v
+            ),
+        )
 
     def memo_key(
         self, function: Function, enclosing: Scope, is_method: bool, sites: CallSites | None

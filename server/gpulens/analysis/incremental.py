@@ -21,6 +21,8 @@ import ast
 import re
 import threading
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
@@ -32,6 +34,8 @@ from gpulens.analysis.symbols import Value, dotted_name
 if TYPE_CHECKING:
     from gpulens.analysis.context import Condition
     from gpulens.analysis.engine import Analysis
+    from gpulens.analysis.regions import LastWalk
+    from gpulens.analysis.source import SourceText
 
 # a name called in a function's text (`f(`, `self.m(`, `Class(`); a plain name; a method of self
 CALLED = re.compile(r"([A-Za-z_]\w*)\s*\(")
@@ -43,6 +47,9 @@ _TRIPLE_QUOTE = re.compile(r"\"\"\"|'''")
 # a block that does not parse may be a wrong split (a call's arguments at column 0): it
 # is tried with up to this many of the blocks after it before it counts as broken
 MAX_MERGE = 8
+# a full walk at least every this many versions walked in part: it forgets the function
+# results of the texts typed meanwhile
+MAX_REGIONS = 64
 
 
 def block_starts(lines: list[str]) -> list[int]:
@@ -87,6 +94,9 @@ class BlockParser:
         self._blocks: dict[tuple[str, int], _Block] = {}
         # the last text parsed, and where its blocks start (None: one did not parse)
         self._last: tuple[str, tuple[int, ...] | None] = ("", None)
+        # the blocks of the last text parsed, in order: (first line, key, parse)
+        self.order: list[tuple[int, tuple[str, int], _Block]] = []
+        self.lines: list[str] = []  # the last text's lines
 
     def parse(self, text: str) -> tuple[ast.Module, SyntaxProblem | None, frozenset[int]]:
         """The module, its first syntax problem, and the lines whose parse is not their
@@ -100,9 +110,11 @@ class BlockParser:
         problem: SyntaxProblem | None = None
         repaired: set[int] = set()
         block_lines: list[int] = []
+        order: list[tuple[int, tuple[str, int], _Block]] = []
         first = 0
         while first < len(starts) - 1:
-            block, after = self._block(lines, starts, first, seen, kept)
+            key, block, after = self._block(lines, starts, first, seen, kept)
+            order.append((starts[first], key, block))
             block_lines.append(starts[first])
             if block.offset != starts[first]:
                 shift_lines(block.tree, starts[first] - block.offset)
@@ -114,7 +126,19 @@ class BlockParser:
             first = after
         self._blocks = kept
         self._last = (text, None if problem is not None else tuple(block_lines))
+        self.order, self.lines = order, lines
         return ast.Module(body=body, type_ignores=[]), problem, frozenset(repaired)
+
+    def replace_tree(self, key: tuple[str, int], tree: ast.Module) -> None:
+        """Makes ``tree`` (numbered from the block's first line) the parse of the block
+        ``key`` of the last text: an earlier version's tree made equal to its parse."""
+        for index, (first, found, block) in enumerate(self.order):
+            if found == key:
+                replacement = _Block(tree, first, block.problem, block.repaired)
+                self._blocks[key] = replacement
+                self.order[index] = (first, key, replacement)
+                return
+        raise KeyError(key)
 
     def statement_starts(self, text: str) -> tuple[int, ...] | None:
         """Where the top-level blocks of ``text`` start, if it is the last text parsed and
@@ -130,8 +154,9 @@ class BlockParser:
         first: int,
         seen: dict[str, int],
         kept: dict[tuple[str, int], _Block],
-    ) -> tuple[_Block, int]:
-        """The parse of the block starting at ``starts[first]``, and the index after it."""
+    ) -> tuple[tuple[str, int], _Block, int]:
+        """The key and parse of the block starting at ``starts[first]``, and the index
+        after it."""
         last = min(first + 1 + MAX_MERGE, len(starts) - 1)
         for after in range(first + 1, last + 1):
             chunk = "".join(lines[starts[first] : starts[after]])
@@ -144,7 +169,7 @@ class BlockParser:
                 block = _Block(tree, 0, None)
             seen[chunk] = key[1] + 1  # equal blocks are different trees at different lines
             kept[key] = block
-            return block, after
+            return key, block, after
         # a real syntax error: repair this block alone
         chunk = "".join(lines[starts[first] : starts[first + 1]])
         key = (chunk, seen.get(chunk, 0))
@@ -154,7 +179,7 @@ class BlockParser:
             tree, problem, repaired = parse_repaired(chunk)
             block = _Block(tree, 0, problem, repaired)
         kept[key] = block
-        return block, first + 1
+        return key, block, first + 1
 
 
 # the fields of each node type that may hold nodes (not its context or operator)
@@ -283,6 +308,10 @@ class FunctionMemo:
         # versions, so that keys compare it by identity, not item by item
         self._shared: dict[MemoKey, MemoKey] = {}
         self._shared_used: dict[MemoKey, MemoKey] = {}
+        # the function texts of the last full walk, and the results the last walk of one
+        # function used (`region`)
+        self._walked_texts: set[str] = set()
+        self._region_used: dict[MemoKey, FunctionResult] = {}
 
     def canonical(self, shared: MemoKey) -> MemoKey:
         """The object that stands for ``shared`` in every version's keys."""
@@ -317,6 +346,30 @@ class FunctionMemo:
         texts, self._texts = self._texts, set()
         self.names = {k: v for k, v in self.names.items() if k in texts}
         self.called = {k: v for k, v in self.called.items() if k in texts}
+        self._walked_texts, self._region_used = texts, {}
+
+    @contextmanager
+    def region(self, replaced: str) -> Iterator[None]:
+        """A walk of one function whose text was ``replaced`` (`regions`): what the previous
+        one of these recorded and this one did not use is dropped, the rest of the last
+        full walk's kept."""
+        used, self.used = self.used, {}
+        self._texts = set()
+        # the replaced function's text, and its nested functions', are no longer the file's
+        self._walked_texts = {t for t in self._walked_texts if t not in replaced}
+        try:
+            yield
+        finally:
+            region_used, self.used = self.used, used
+            for key in self._region_used:
+                if key not in region_used:
+                    self.results.pop(key, None)
+                    used.pop(key, None)
+            used.update(region_used)
+            self._region_used = region_used
+            texts = self._walked_texts | self._texts
+            self.names = {k: v for k, v in self.names.items() if k in texts}
+            self.called = {k: v for k, v in self.called.items() if k in texts}
 
 
 def shift_finding(finding: Finding, delta: int) -> Finding:
@@ -362,6 +415,8 @@ class DocumentAnalyzer:
         self._lock = threading.Lock()
         # the text of a first analysis, whose function results are not recorded yet
         self._cold: str | None = None
+        self._last: LastWalk | None = None  # the last version, where its target is traced
+        self._regions = 0  # versions walked in part since the last full walk
 
     @property
     def cold(self) -> bool:
@@ -369,18 +424,107 @@ class DocumentAnalyzer:
         return self._cold is not None
 
     def analyze(self, text: str, config: Config) -> Analysis:
-        from gpulens.analysis.engine import analyze
+        from gpulens.analysis.engine import analyze, collector_paused
 
         with self._lock:
             if config != self._config:
                 self.memo = FunctionMemo()
                 self._config = config
                 self._cold = text
+                self._last = None
                 return analyze(text, config, blocks=self.blocks)
             self._cold = None
-            result = analyze(text, config, blocks=self.blocks, memo=self.memo)
-            self.memo.forget_unused()
-            return result
+            with collector_paused():
+                return self._analyze(text, config)
+
+    def _analyze(self, text: str, config: Config) -> Analysis:
+        """A version after the first: its edited function alone where `regions` can,
+        the whole file with the memo otherwise."""
+        from gpulens.analysis.engine import Analysis, shown, walk_parsed
+        from gpulens.analysis.regions import LastWalk, Trace, findings_of, target_of
+        from gpulens.analysis.source import SourceText
+
+        before = self.blocks.order
+        tree, problem, repaired = self.blocks.parse(text)
+        source = SourceText(text, self.blocks.lines)
+        last, self._last = self._last, None
+        if last is not None and self._region(
+            last, text, tree, source=source, repaired=repaired, config=config
+        ):
+            self._last = last
+            return Analysis(shown(findings_of(last.trace), source, config), problem, [])
+        target = target_of(before, self.blocks.order)
+        trace = None if target is None else Trace(target[2])
+        result = walk_parsed(tree, problem, repaired, source, config, memo=self.memo, trace=trace)
+        self.memo.forget_unused()
+        self._regions = 0
+        if target is not None and trace is not None and trace.usable:
+            order = list(self.blocks.order)
+            self._last = LastWalk(text, self.blocks.lines, trace, order, target[0], target[1])
+        return result
+
+    def _region(
+        self,
+        last: LastWalk,
+        text: str,
+        tree: ast.Module,
+        *,
+        source: SourceText,
+        repaired: frozenset[int],
+        config: Config,
+    ) -> bool:
+        """Walks only the body of the last trace's target, where only it changed (see
+        `regions`); whether that gave the findings (kept in ``last``)."""
+        from gpulens.analysis.regions import (
+            changed_region,
+            function_around,
+            function_at,
+            graft,
+            walk_region,
+        )
+        from gpulens.analysis.rules.timing import may_choose_a_device
+
+        order, index = self.blocks.order, last.block
+        if len(order) != len(last.order) or self._regions >= MAX_REGIONS:
+            return False  # (now and then a full walk forgets the texts typed meanwhile)
+        for position, (old, new) in enumerate(zip(last.order, order, strict=True)):
+            if (old[2] is new[2]) == (position == index):
+                return False  # another block changed, or none did
+        (first, old_key, old_block), (_, new_key, new_block) = last.order[index], order[index]
+        region = changed_region(old_key[0], new_key[0], first)
+        target, path = last.trace.target, last.path
+        changed = None if region is None else function_around(new_block.tree, region[0], region[2])
+        if region is None or changed is None or changed[0] != path:
+            return False
+        if function_around(old_block.tree, region[0], region[1]) != (path, target):
+            return False
+        function = changed[1]
+        old_text = "".join(last.lines[target.lineno - 1 : target.end_lineno])
+        new_text = "".join(self.blocks.lines[function.lineno - 1 : function.end_lineno])
+        aliases = last.trace.aliases
+        if (
+            self.memo.called_in(old_text) != self.memo.called_in(new_text)
+            or ("mps" in text) != ("mps" in last.text)
+            or any(may_choose_a_device(s, aliases) for s in (*target.body, *function.body))
+        ):
+            return False  # the order of the walk, or what every key holds, may change
+        if (
+            not graft(old_block.tree, new_block.tree, path)
+            or function_at(old_block.tree, path) is not target
+        ):
+            return False
+        self.blocks.replace_tree(new_key, old_block.tree)
+        tree.body[tree.body.index(new_block.tree.body[0])] = old_block.tree.body[0]
+        with self.memo.region(old_text):
+            found = walk_region(
+                last, source, tree, repaired=repaired, config=config, memo=self.memo, region=region
+            )
+        if found is None:
+            return False
+        self._regions += 1
+        last.text, last.lines, last.order = text, self.blocks.lines, list(order)
+        last.order[index] = self.blocks.order[index]
+        return True
 
     def warm(self) -> None:
         """Records the function results of a first analysis, so that the next version

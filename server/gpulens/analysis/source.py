@@ -32,9 +32,10 @@ class SourceText:
 
     __slots__ = ("_ascii", "lines", "text")
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, lines: list[str] | None = None) -> None:
+        """``lines``: ``split_lines(text)`` where the caller has them already (copied)."""
         self.text = text
-        self.lines = split_lines(text)
+        self.lines = split_lines(text) if lines is None else list(lines)
         if not self.lines or text.endswith(("\n", "\r")):
             self.lines.append("")
         # most files are ASCII throughout: then byte columns are code-point columns

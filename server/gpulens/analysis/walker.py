@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import re
 from collections import defaultdict
+from typing import TYPE_CHECKING
 
 from gpulens.analysis import frameworks as fw
 from gpulens.analysis import rules as _rules  # noqa: F401  (registers every rule)
@@ -37,6 +38,9 @@ from gpulens.analysis.symbols import (
 )
 from gpulens.analysis.values import element_of
 
+if TYPE_CHECKING:
+    from gpulens.analysis.regions import Trace
+
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 _PROGRESS = ("tqdm", "track", "progress", "iter", "trange")
 
@@ -47,12 +51,15 @@ def walk_module(
     config: Config,
     memo: FunctionMemo | None = None,
     repaired: frozenset[int] = frozenset(),
+    *,
+    trace: Trace | None = None,
 ) -> tuple[list[Finding], list[str]]:
     """Findings of ``tree``; ``memo`` replays function bodies of earlier versions, except
-    those holding ``repaired`` lines (parsed as other text than their own)."""
+    those holding ``repaired`` lines (parsed as other text than their own). ``trace``
+    keeps what the next version needs to walk only its target function (`regions`)."""
     ctx = Context(source, config, tree)
     definitions = Definitions.of(tree)
-    walker = _Walker(ctx, memo, definitions, repaired)
+    walker = _Walker(ctx, memo, definitions, repaired, trace)
     notes: list[str] = []
     try:
         walker.scope_body(tree.body)
@@ -65,6 +72,8 @@ def walk_module(
                 walker.scope_body([statement])
             except RecursionError:
                 notes.append(f"line {statement.lineno}: nested too deeply to analyse")
+    if trace is not None:
+        trace.walked(walker, notes)
     ctx.finish()
     return ctx.findings, notes
 
@@ -76,8 +85,10 @@ class _Walker(FunctionResultsMixin):
         memo: FunctionMemo | None,
         definitions: Definitions,
         repaired: frozenset[int],
+        trace: Trace | None = None,
     ) -> None:
         self.ctx = ctx
+        self.trace = trace
         self.evaluator = ctx.evaluator
         self.evaluator.definitions = definitions
         self.evaluator.text_of = self.text_of

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from gpulens.analysis import frameworks as fw
@@ -11,7 +12,7 @@ from gpulens.analysis.context import Context
 from gpulens.analysis.model import Fix, Severity, Span
 from gpulens.analysis.rules.common import insert_before, shown
 from gpulens.analysis.rules.registry import checks, rule
-from gpulens.analysis.symbols import Kind
+from gpulens.analysis.symbols import Kind, simple_name
 
 UNSYNCED_TIMER = rule(
     "GPU004",
@@ -195,6 +196,35 @@ def _scan_devices(ctx: Context) -> bool:
             case ast.arg(arg=name) if fw.DEVICE_NAME.match(name):
                 return False  # the caller chooses
     return True
+
+
+def may_choose_a_device(node: ast.AST, aliases: Iterable[str]) -> bool:
+    """Whether ``node`` holds a node `_scan_devices` may stop at, whatever the imports:
+    a call named like a device or an availability check, or of one of ``aliases`` (the
+    local names imports bound to those), an assignment to a device name, a device
+    parameter, an import. A superset: a body without any keeps the scan's answer whatever
+    its other lines say (`regions`)."""
+    names = frozenset(aliases)
+    for child in ast.walk(node):
+        match child:
+            case ast.Call(func=func):
+                name = simple_name(func)
+                if name.endswith("is_available") or name in ("device", "current_device"):
+                    return True
+                if isinstance(func, ast.Name) and func.id in names:
+                    return True
+            case ast.Assign(targets=targets):
+                for target in targets:
+                    last = target.attr if isinstance(target, ast.Attribute) else None
+                    if isinstance(target, ast.Name):
+                        last = target.id
+                    if last and fw.DEVICE_NAME.match(last):
+                        return True
+            case ast.arg(arg=name) if fw.DEVICE_NAME.match(name):
+                return True
+            case ast.Import() | ast.ImportFrom():
+                return True  # it may bind a name the scan resolves
+    return False
 
 
 def _chosen_cuda(value: ast.expr, ctx: Context) -> bool:
