@@ -480,6 +480,7 @@ class DocumentAnalyzer:
             function_around,
             function_at,
             graft,
+            reaches,
             walk_region,
         )
         from gpulens.analysis.rules.timing import may_choose_a_device
@@ -501,9 +502,12 @@ class DocumentAnalyzer:
         function = changed[1]
         old_text = "".join(last.lines[target.lineno - 1 : target.end_lineno])
         new_text = "".join(self.blocks.lines[function.lineno - 1 : function.end_lineno])
-        aliases = last.trace.aliases
+        aliases, state = last.trace.aliases, last.trace.state
+        assert state is not None
+        owner = state.enclosing.name if state.is_method else None
         if (
-            self.memo.called_in(old_text) != self.memo.called_in(new_text)
+            reaches(old_text, state.definitions, owner)
+            != reaches(new_text, state.definitions, owner)
             or ("mps" in text) != ("mps" in last.text)
             or any(may_choose_a_device(s, aliases) for s in (*target.body, *function.body))
         ):

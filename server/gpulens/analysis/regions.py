@@ -26,13 +26,12 @@ import ast
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from gpulens.analysis.context import ModuleFacts, borne_out
 from gpulens.analysis.model import Edit, Finding, Fix, Span
 from gpulens.analysis.source import split_lines
 
 if TYPE_CHECKING:
     from gpulens.analysis.config import Config
-    from gpulens.analysis.context import Condition
+    from gpulens.analysis.context import Condition, ModuleFacts
     from gpulens.analysis.definitions import Definitions
     from gpulens.analysis.function_results import CallSites, Effects, FunctionResultsMixin
     from gpulens.analysis.incremental import FunctionMemo, _Block
@@ -66,6 +65,7 @@ class WalkState:
 
     @staticmethod
     def of(walker: FunctionResultsMixin, enclosing: Scope, is_method: bool) -> WalkState:
+        from gpulens.analysis.context import ModuleFacts
         from gpulens.analysis.function_results import CallSites
         from gpulens.analysis.symbols import Scope
 
@@ -105,6 +105,8 @@ class Trace:
     `walked` at the end."""
 
     def __init__(self, target: Function) -> None:
+        from gpulens.analysis.context import ModuleFacts
+
         self.target = target
         self.state: WalkState | None = None
         self.effects: Effects | None = None
@@ -130,6 +132,8 @@ class Trace:
         self.pending = (self._start[1], self._start[1] + pending)
 
     def walked(self, walker: FunctionResultsMixin, notes: list[str]) -> None:
+        from gpulens.analysis.context import ModuleFacts
+
         ctx, evaluator = walker.ctx, walker.evaluator
         self.raw_findings = list(ctx.findings)
         self.raw_pending = list(ctx.pending)
@@ -287,6 +291,23 @@ def graft(old_tree: ast.Module, new_tree: ast.Module, path: tuple[int, ...]) -> 
     )
 
 
+def reaches(text: str, definitions: Definitions, owner: str | None) -> tuple[frozenset[str], ...]:
+    """What of a function's text the order of the walk and the file's recursions are read
+    from (`call_order.callers_first`, `definitions.recursive_groups`): the file's names it
+    calls, the file's functions it mentions, and its class's methods it names on self."""
+    from gpulens.analysis.definitions import _SELF_ATTRIBUTE, _WORD
+    from gpulens.analysis.incremental import CALLED
+
+    functions = frozenset(definitions.functions)
+    names = functions | frozenset(definitions.classes) | frozenset(definitions.defining)
+    methods = frozenset(definitions.methods_of(owner)) if owner is not None else frozenset()
+    return (
+        frozenset(CALLED.findall(text)) & names,
+        frozenset(_WORD.findall(text)) & functions,
+        frozenset(_SELF_ATTRIBUTE.findall(text)) & methods,
+    )
+
+
 def changed_region(before: str, after: str, first: int) -> tuple[int, int, int] | None:
     """The file lines an edit of a block starting at line ``first`` replaced: (first, end
     before, end after)."""
@@ -344,7 +365,7 @@ def walk_region(
     """The raw findings and pending findings of a version whose only change is the body
     of the last trace's target (grafted into ``tree`` already); None where its walk does
     not leave the rest of the walk as it was."""
-    from gpulens.analysis.context import Context
+    from gpulens.analysis.context import Context, ModuleFacts
     from gpulens.analysis.function_results import CallSites
     from gpulens.analysis.walker import _Walker
 
@@ -414,6 +435,8 @@ def walk_region(
 
 def findings_of(trace: Trace) -> list[Finding]:
     """What the walk gives at its end: the findings, then the pending ones the file bears out."""
+    from gpulens.analysis.context import borne_out
+
     return [*trace.raw_findings, *borne_out(trace.raw_pending, trace.facts)]
 
 
