@@ -26,6 +26,7 @@ import ast
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from gpulens.analysis.incremental import fingerprint
 from gpulens.analysis.model import Edit, Finding, Fix, Span
 from gpulens.analysis.source import split_lines
 
@@ -62,6 +63,7 @@ class WalkState:
     is_method: bool
     definitions: Definitions
     file_key: tuple[object, ...] | None
+    judging: tuple[int, int, int]  # the state returns were judged in (`Evaluator.state`)
 
     @staticmethod
     def of(walker: FunctionResultsMixin, enclosing: Scope, is_method: bool) -> WalkState:
@@ -96,6 +98,7 @@ class WalkState:
             is_method=is_method,
             definitions=walker.definitions,
             file_key=walker._file_key,
+            judging=evaluator.state(),
         )
 
 
@@ -119,6 +122,7 @@ class Trace:
         self.raw_pending: list[Pending] = []
         self.facts = ModuleFacts()
         self.judged: frozenset[int] = frozenset()  # ids of the functions whose returns were read
+        self.judgments: dict[tuple[int, int, int], tuple[object, object]] = {}
         self.aliases: frozenset[str] = frozenset()  # see `walked`
         self.notes: list[str] = []
 
@@ -139,6 +143,12 @@ class Trace:
         self.raw_pending = list(ctx.pending)
         self.facts = ModuleFacts(ctx.facts.uses_gpu, ctx.facts.reduced_precision)
         self.judged = frozenset(key[0] for key in evaluator._returns)
+        # what the target returns, as callers' keys hold it, in each state it was judged in
+        self.judgments = {
+            key[1]: (fingerprint(found[0]), _parts(found[1]))
+            for key, found in evaluator._returns.items()
+            if key[0] == id(self.target)
+        }
         self.notes = list(notes)
         if self.state is not None:
             # the local names a device-choosing call may go by (`from torch import device`)
@@ -160,7 +170,7 @@ class Trace:
             and self.module_reads == 0
             and self.unkeyed == 0
             and not self.notes
-            and id(self.target) not in self.judged
+            and all(state == self.state.judging for state in self.judgments)
         )
 
 
@@ -398,6 +408,16 @@ def walk_region(
         scope.bindings = dict(enclosing.bindings)
         scope.state = dict(enclosing.state)
         enclosing = scope
+    if trace.judgments:
+        # what the target returns is read elsewhere: it must read the same now
+        target_id = id(trace.target)
+        evaluator._returns = {k: v for k, v in evaluator._returns.items() if k[0] != target_id}
+        judged = (
+            fingerprint(evaluator.returned(trace.target)),
+            _parts(evaluator.returned_parts(trace.target)),
+        )
+        if trace.judgments != {evaluator.state(): judged}:
+            return None
     effects, findings, pending = walker.walk_target(trace.target, enclosing, state.is_method)
     if effects != trace.effects:
         return None
@@ -431,6 +451,10 @@ def walk_region(
     trace.findings = (start, start + findings)
     trace.pending = (start_p, start_p + pending)
     return kept, kept_pending
+
+
+def _parts(parts: object) -> object:
+    return None if parts is None else tuple(map(fingerprint, parts))  # type: ignore[call-overload]
 
 
 def findings_of(trace: Trace) -> list[Finding]:
