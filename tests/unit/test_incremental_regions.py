@@ -188,3 +188,36 @@ def test_random_typing_sessions_in_the_case_files(seed: int) -> None:
                 assert analyzer.analyze(edited, DEFAULT_CONFIG) == analyze(edited), (
                     f"{path.name}: {function.name}: {typed!r}"
                 )
+
+
+# what a random edit inserts: brackets, strings opened and closed, decorators, new
+# top-level lines, indentation, line continuations
+INSERTED = ["x", " ", "\n", "(", ")", '"""', "'", "#", "@", "def f():\n", "    ", "\t"]
+INSERTED += ["class A:\n", ":", "\\\n", "]", "= 1\n"]
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_a_text_read_again_from_the_edit_on_parses_as_a_fresh_one(seed: int) -> None:
+    from gpulens.analysis.incremental import BlockParser
+
+    rng = random.Random(seed)
+    for path in FILES[seed::2]:
+        parser = BlockParser()
+        text = path.read_text()
+        parser.parse(text)
+        for _ in range(40):
+            at = rng.randint(0, len(text))
+            if rng.random() < 0.5:
+                text = text[:at] + text[at + rng.randint(1, 5) :]
+            else:
+                text = text[:at] + rng.choice(INSERTED) + text[at:]
+            tree, problem, repaired = parser.parse(text)
+            fresh = BlockParser()
+            assert (problem, repaired) == fresh.parse(text)[1:], path.name
+            dump = ast.dump(tree, include_attributes=True)
+            assert dump == ast.dump(fresh.parse(text)[0], include_attributes=True), path.name
+            assert parser.lines == fresh.lines
+            assert [(first, key) for first, key, _ in parser.order] == [
+                (first, key) for first, key, _ in fresh.order
+            ]
+            assert parser.statement_starts(text) == fresh.statement_starts(text)

@@ -21,6 +21,7 @@ import ast
 import re
 import threading
 import warnings
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -34,7 +35,7 @@ from gpulens.analysis.symbols import Value, dotted_name
 if TYPE_CHECKING:
     from gpulens.analysis.context import Condition
     from gpulens.analysis.engine import Analysis
-    from gpulens.analysis.regions import LastWalk
+    from gpulens.analysis.regions import Change, LastWalk
     from gpulens.analysis.source import SourceText
 
 # a name called in a function's text (`f(`, `self.m(`, `Class(`); a plain name; a method of self
@@ -44,6 +45,13 @@ CALLED_METHOD = re.compile(r"\bself\.([A-Za-z_]\w*)\s*\(")
 # a line at column 0 that continues the statement above rather than starting one
 _CONTINUES = re.compile(r"(else|elif|except|finally)\b|[)\]}]")
 _TRIPLE_QUOTE = re.compile(r"\"\"\"|'''")
+# lines, candidate block starts, blocks in order, and the block cache of a text
+_Parsed = tuple[
+    list[str],
+    list[int],
+    list[tuple[int, tuple[str, int], "_Block"]],
+    dict[tuple[str, int], "_Block"],
+]
 # a block that does not parse may be a wrong split (a call's arguments at column 0): it
 # is tried with up to this many of the blocks after it before it counts as broken
 MAX_MERGE = 8
@@ -73,6 +81,68 @@ def block_starts(lines: list[str]) -> list[int]:
     return starts
 
 
+def _common_ends(old: str, new: str) -> tuple[int, int]:
+    """How many characters ``old`` and ``new`` share at their start, and then at their end
+    (not counting those twice)."""
+    size = min(len(old), len(new))
+    step = 4096  # compared a slice at a time: a keystroke changes a few characters of MBs
+    prefix = 0
+    while prefix + step <= size and old[prefix : prefix + step] == new[prefix : prefix + step]:
+        prefix += step
+    while prefix < size and old[prefix] == new[prefix]:
+        prefix += 1
+    limit, suffix = size - prefix, 0
+    end_old, end_new = len(old), len(new)
+    while (
+        suffix + step <= limit
+        and old[end_old - suffix - step : end_old - suffix]
+        == new[end_new - suffix - step : end_new - suffix]
+    ):
+        suffix += step
+    while suffix < limit and old[end_old - 1 - suffix] == new[end_new - 1 - suffix]:
+        suffix += 1
+    return prefix, suffix
+
+
+def _resume_starts(
+    lines: list[str], begin: int, changed_end: int, old_starts: set[int]
+) -> tuple[list[int], int]:
+    """`block_starts` read from line ``begin`` (a block's first line: the reading is in no
+    string and no decorator there), until a line past ``changed_end`` where the old text's
+    reading started a block and this one is clean again: from there on the two agree. The
+    starts found, and that line (or the end)."""
+    starts = [begin]
+    decorating = in_string = False
+    for index in range(begin, len(lines)):
+        clean = not in_string and not decorating
+        if clean and index > begin and index >= changed_end and index in old_starts:
+            return starts, index
+        line = lines[index]
+        quotes = len(_TRIPLE_QUOTE.findall(line)) if ('"""' in line or "'''" in line) else 0
+        was_in_string = in_string
+        if quotes % 2:
+            in_string = not in_string
+        if was_in_string or not line or line[0] in " \t\r\n#" or _CONTINUES.match(line):
+            continue
+        if decorating:
+            decorating = line.startswith("@")
+            continue
+        if index != begin:
+            starts.append(index)
+        decorating = line.startswith("@")
+    return starts, len(lines)
+
+
+def _without(
+    blocks: dict[tuple[str, int], _Block],
+    gone: set[tuple[str, int]],
+    fresh: dict[tuple[str, int], _Block],
+) -> dict[tuple[str, int], _Block]:
+    kept = {key: block for key, block in blocks.items() if key not in gone}
+    kept.update(fresh)
+    return kept
+
+
 @dataclass(slots=True)
 class _Block:
     tree: ast.Module
@@ -94,6 +164,7 @@ class BlockParser:
         self._blocks: dict[tuple[str, int], _Block] = {}
         # the last text parsed, and where its blocks start (None: one did not parse)
         self._last: tuple[str, tuple[int, ...] | None] = ("", None)
+        self._starts: list[int] = []  # its candidate block starts (`block_starts`), and its end
         # the blocks of the last text parsed, in order: (first line, key, parse)
         self.order: list[tuple[int, tuple[str, int], _Block]] = []
         self.lines: list[str] = []  # the last text's lines
@@ -101,33 +172,104 @@ class BlockParser:
     def parse(self, text: str) -> tuple[ast.Module, SyntaxProblem | None, frozenset[int]]:
         """The module, its first syntax problem, and the lines whose parse is not their
         text (a repair blanked them or lost them with their block)."""
-        lines = split_lines(text)
-        starts = block_starts(lines)
-        starts.append(len(lines))
-        kept: dict[tuple[str, int], _Block] = {}
-        seen: dict[str, int] = {}
+        found = self._edited(text)
+        if found is None:
+            lines = split_lines(text)
+            starts = block_starts(lines)
+            starts.append(len(lines))
+            kept: dict[tuple[str, int], _Block] = {}
+            order: list[tuple[int, tuple[str, int], _Block]] = []
+            first = 0
+            seen: dict[str, int] = {}
+            while first < len(starts) - 1:
+                key, block, after = self._block(lines, starts, first, seen, kept)
+                order.append((starts[first], key, block))
+                first = after
+            found = (lines, starts, order, kept)
+        lines, starts, order, self._blocks = found
         body: list[ast.stmt] = []
         problem: SyntaxProblem | None = None
         repaired: set[int] = set()
-        block_lines: list[int] = []
-        order: list[tuple[int, tuple[str, int], _Block]] = []
-        first = 0
-        while first < len(starts) - 1:
-            key, block, after = self._block(lines, starts, first, seen, kept)
-            order.append((starts[first], key, block))
-            block_lines.append(starts[first])
-            if block.offset != starts[first]:
-                shift_lines(block.tree, starts[first] - block.offset)
-                block.offset = starts[first]
+        for first, _, block in order:
+            if block.offset != first:
+                shift_lines(block.tree, first - block.offset)
+                block.offset = first
             body.extend(block.tree.body)
             if problem is None and block.problem is not None:
                 problem = replace(block.problem, line=block.problem.line + block.offset)
-            repaired.update(block.offset + line for line in block.repaired)
-            first = after
-        self._blocks = kept
-        self._last = (text, None if problem is not None else tuple(block_lines))
-        self.order, self.lines = order, lines
+            if block.repaired:
+                repaired.update(block.offset + line for line in block.repaired)
+        block_lines = None if problem is not None else tuple(first for first, _, _ in order)
+        self._last = (text, block_lines)
+        self.order, self.lines, self._starts = order, lines, starts
         return ast.Module(body=body, type_ignores=[]), problem, frozenset(repaired)
+
+    def _edited(self, text: str) -> _Parsed | None:
+        """The lines, candidate block starts, blocks and block cache of ``text``, found
+        from the last text's by reading again only the blocks from the edit on until the
+        old ones stand again; None where a full parse must tell (the first text, carriage
+        returns, blocks of the same text around the edit). The same as a full parse gives:
+        each block is read as it reads it."""
+        old, order = self._last[0], self.order
+        if not order or "\r" in text or "\r" in old or text == old:
+            return None
+        prefix, suffix = _common_ends(old, text)
+        # the lines the edit touched: [a, old_end) of the old text, [a, new_end) of the new
+        a = old.count("\n", 0, prefix)
+        old_end = old.count("\n", 0, len(old) - suffix) + 1
+        new_end = text.count("\n", 0, len(text) - suffix) + 1
+        start = old.rfind("\n", 0, prefix) + 1
+        stop = text.find("\n", len(text) - suffix)
+        middle = split_lines(text[start : len(text) if stop < 0 else stop + 1])
+        if a + len(middle) != new_end and not (stop < 0 and a + len(middle) == new_end - 1):
+            return None
+        lines = [*self.lines[:a], *middle, *self.lines[old_end:]]
+        delta = len(lines) - len(self.lines)
+        # from the block before the one holding line a (whose first line the edit may have
+        # made part of the block above)
+        firsts = [first for first, _, _ in order]
+        first_block = max(0, bisect_right(firsts, a) - 2)
+        begin = firsts[first_block]
+        old_starts = self._starts
+        head = bisect_left(old_starts, begin)
+        later = {line + delta for line in old_starts[bisect_left(old_starts, old_end) :]}
+        window, resume = _resume_starts(lines, begin, new_end, later)
+        starts = [*old_starts[:head], *window]
+        starts.extend(
+            line + delta for line in old_starts[bisect_left(old_starts, resume - delta) :]
+        )
+        if starts[-1] != len(lines):
+            return None
+        seen: dict[str, int] = {}
+        for _, key, _ in order[:first_block]:
+            seen[key[0]] = key[1] + 1
+        # the old blocks from the edit on, by the line they start at in the new text
+        moved = {
+            first + delta: position
+            for position, (first, _, _) in enumerate(order)
+            if first >= old_end
+        }
+        fresh: dict[tuple[str, int], _Block] = {}
+        new_order = list(order[:first_block])
+        index = head
+        while index < len(starts) - 1:
+            line = starts[index]
+            position = moved.get(line) if line >= new_end else None
+            if position is not None:
+                # from here on the old text's blocks stand, where no block of the same text
+                # was read anew (their occurrences would count otherwise)
+                remaining = order[position:]
+                gone = {key for _, key, _ in order[first_block:position]}
+                texts = {key[0] for key in (*fresh, *gone)}
+                if any(key[0] in texts for _, key, _ in remaining):
+                    return None
+                new_order.extend((first + delta, key, block) for first, key, block in remaining)
+                return lines, starts, new_order, _without(self._blocks, gone, fresh)
+            key, block, index_after = self._block(lines, starts, index, seen, fresh)
+            new_order.append((line, key, block))
+            index = index_after
+        gone = {key for _, key, _ in order[first_block:]}
+        return lines, starts, new_order, _without(self._blocks, gone, fresh)
 
     def replace_tree(self, key: tuple[str, int], tree: ast.Module) -> None:
         """Makes ``tree`` (numbered from the block's first line) the parse of the block
@@ -441,18 +583,22 @@ class DocumentAnalyzer:
         """A version after the first: its edited function alone where `regions` can,
         the whole file with the memo otherwise."""
         from gpulens.analysis.engine import Analysis, shown, walk_parsed
-        from gpulens.analysis.regions import LastWalk, Trace, findings_of, target_of
+        from gpulens.analysis.regions import LastWalk, Trace, findings_of, reshown, target_of
         from gpulens.analysis.source import SourceText
 
         before = self.blocks.order
         tree, problem, repaired = self.blocks.parse(text)
         source = SourceText(text, self.blocks.lines)
         last, self._last = self._last, None
-        if last is not None and self._region(
-            last, text, tree, source=source, repaired=repaired, config=config
-        ):
-            self._last = last
-            return Analysis(shown(findings_of(last.trace), source, config), problem, [])
+        if last is not None:
+            change = self._region(last, text, tree, source=source, repaired=repaired, config=config)
+            if change is not None:
+                self._last = last
+                found = reshown(last.shown, change, source, config)
+                if found is None:
+                    found = shown(findings_of(last.trace), source, config)
+                last.shown = found
+                return Analysis(found, problem, [])
         target = target_of(before, self.blocks.order)
         trace = None if target is None else Trace(target[2])
         result = walk_parsed(tree, problem, repaired, source, config, memo=self.memo, trace=trace)
@@ -460,7 +606,9 @@ class DocumentAnalyzer:
         self._regions = 0
         if target is not None and trace is not None and trace.usable:
             order = list(self.blocks.order)
-            self._last = LastWalk(text, self.blocks.lines, trace, order, target[0], target[1])
+            self._last = LastWalk(
+                text, self.blocks.lines, trace, order, target[0], target[1], result.findings
+            )
         return result
 
     def _region(
@@ -472,9 +620,9 @@ class DocumentAnalyzer:
         source: SourceText,
         repaired: frozenset[int],
         config: Config,
-    ) -> bool:
+    ) -> Change | None:
         """Walks only the body of the last trace's target, where only it changed (see
-        `regions`); whether that gave the findings (kept in ``last``)."""
+        `regions`): what it changed (the findings are kept in ``last``), or None."""
         from gpulens.analysis.regions import (
             changed_region,
             function_around,
@@ -487,18 +635,18 @@ class DocumentAnalyzer:
 
         order, index = self.blocks.order, last.block
         if len(order) != len(last.order) or self._regions >= MAX_REGIONS:
-            return False  # (now and then a full walk forgets the texts typed meanwhile)
+            return None  # (now and then a full walk forgets the texts typed meanwhile)
         for position, (old, new) in enumerate(zip(last.order, order, strict=True)):
             if (old[2] is new[2]) == (position == index):
-                return False  # another block changed, or none did
+                return None  # another block changed, or none did
         (first, old_key, old_block), (_, new_key, new_block) = last.order[index], order[index]
         region = changed_region(old_key[0], new_key[0], first)
         target, path = last.trace.target, last.path
         changed = None if region is None else function_around(new_block.tree, region[0], region[2])
         if region is None or changed is None or changed[0] != path:
-            return False
+            return None
         if function_around(old_block.tree, region[0], region[1]) != (path, target):
-            return False
+            return None
         function = changed[1]
         old_text = "".join(last.lines[target.lineno - 1 : target.end_lineno])
         new_text = "".join(self.blocks.lines[function.lineno - 1 : function.end_lineno])
@@ -511,24 +659,24 @@ class DocumentAnalyzer:
             or ("mps" in text) != ("mps" in last.text)
             or any(may_choose_a_device(s, aliases) for s in (*target.body, *function.body))
         ):
-            return False  # the order of the walk, or what every key holds, may change
+            return None  # the order of the walk, or what every key holds, may change
         if (
             not graft(old_block.tree, new_block.tree, path)
             or function_at(old_block.tree, path) is not target
         ):
-            return False
+            return None
         self.blocks.replace_tree(new_key, old_block.tree)
         tree.body[tree.body.index(new_block.tree.body[0])] = old_block.tree.body[0]
         with self.memo.region(old_text):
-            found = walk_region(
+            change = walk_region(
                 last, source, tree, repaired=repaired, config=config, memo=self.memo, region=region
             )
-        if found is None:
-            return False
+        if change is None:
+            return None
         self._regions += 1
         last.text, last.lines, last.order = text, self.blocks.lines, list(order)
         last.order[index] = self.blocks.order[index]
-        return True
+        return change
 
     def warm(self) -> None:
         """Records the function results of a first analysis, so that the next version

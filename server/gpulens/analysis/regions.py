@@ -120,6 +120,9 @@ class Trace:
         self.unkeyed = 0  # other functions whose walk no key covers
         self.raw_findings: list[Finding] = []  # before the pending ones are borne out
         self.raw_pending: list[Pending] = []
+        # the lines each raw finding's places lie on (`extent`)
+        self.extents: list[tuple[int, int]] = []
+        self.pending_extents: list[tuple[int, int]] = []
         self.facts = ModuleFacts()
         self.judged: frozenset[int] = frozenset()  # ids of the functions whose returns were read
         self.judgments: dict[tuple[int, int, int], tuple[object, object]] = {}
@@ -141,6 +144,8 @@ class Trace:
         ctx, evaluator = walker.ctx, walker.evaluator
         self.raw_findings = list(ctx.findings)
         self.raw_pending = list(ctx.pending)
+        self.extents = list(map(extent, self.raw_findings))
+        self.pending_extents = [extent(finding) for _, finding in self.raw_pending]
         self.facts = ModuleFacts(ctx.facts.uses_gpu, ctx.facts.reduced_precision)
         self.judged = frozenset(key[0] for key in evaluator._returns)
         # what the target returns, as callers' keys hold it, in each state it was judged in
@@ -184,6 +189,7 @@ class LastWalk:
     order: list[tuple[int, tuple[str, int], _Block]]  # its blocks (BlockParser.order)
     block: int  # the target's block, an index of ``order``
     path: tuple[int, ...]  # the target in its block: () the block's def, (j,) its j-th method
+    shown: list[Finding]  # the findings it showed (`engine.shown`)
 
 
 def target_of(
@@ -296,9 +302,15 @@ def graft(old_tree: ast.Module, new_tree: ast.Module, path: tuple[int, ...]) -> 
         for statement in owner.body[path[0] + 1 :]:  # type: ignore[attr-defined]
             shift_lines(statement, delta)
         owner.end_lineno, owner.end_col_offset = new_owner.end_lineno, new_owner.end_col_offset
-    return ast.dump(old_tree, include_attributes=True) == ast.dump(
-        new_tree, include_attributes=True
-    )
+    # the body is the same list in both now: all else must be equal (the body is left out
+    # of the comparison, which would only read it twice)
+    body = old.body
+    old.body = new.body = []
+    try:
+        dump = ast.dump
+        return dump(old_tree, include_attributes=True) == dump(new_tree, include_attributes=True)
+    finally:
+        old.body = new.body = body
 
 
 def reaches(text: str, definitions: Definitions, owner: str | None) -> tuple[frozenset[str], ...]:
@@ -355,13 +367,6 @@ def _moved(span: Span, end: int, delta: int) -> Span:
     return Span(line, span.column, end_line, span.end_column)
 
 
-def _touches(finding: Finding, first: int, end: int) -> bool:
-    """Whether a place of ``finding`` lies in lines ``first``..``end`` (end excluded), or
-    runs across them."""
-    spans = [finding.span, *(edit.span for fix in finding.fixes for edit in fix.edits)]
-    return any(span.line < end and span.end_line >= first for span in spans)
-
-
 def walk_region(
     last: LastWalk,
     source: SourceText,
@@ -371,11 +376,11 @@ def walk_region(
     config: Config,
     memo: FunctionMemo,
     region: tuple[int, int, int],
-) -> tuple[list[Finding], list[Pending]] | None:
-    """The raw findings and pending findings of a version whose only change is the body
-    of the last trace's target (grafted into ``tree`` already); None where its walk does
-    not leave the rest of the walk as it was."""
-    from gpulens.analysis.context import Context, ModuleFacts
+) -> Change | None:
+    """Walks the body of the last trace's target in a version that changed only it
+    (grafted into ``tree`` already), and keeps the other findings in the trace; None
+    where its walk does not leave the rest of the walk as it was."""
+    from gpulens.analysis.context import Context, ModuleFacts, borne_out
     from gpulens.analysis.function_results import CallSites
     from gpulens.analysis.walker import _Walker
 
@@ -421,36 +426,114 @@ def walk_region(
     effects, findings, pending = walker.walk_target(trace.target, enclosing, state.is_method)
     if effects != trace.effects:
         return None
-    first, end, after = region
-    delta = after - end
-    kept: list[Finding] = []
-    start, stop = trace.findings
-    for index, finding in enumerate(trace.raw_findings):
-        if index == start:
-            kept.extend(ctx.findings[:findings])
-        if start <= index < stop:
-            continue
-        if _touches(finding, first, end):
-            return None
-        kept.append(move(finding, end, delta))
-    if start == len(trace.raw_findings):
-        kept.extend(ctx.findings[:findings])
-    kept_pending: list[Pending] = []
-    start_p, stop_p = trace.pending
-    for index, (condition, finding) in enumerate(trace.raw_pending):
-        if index == start_p:
-            kept_pending.extend(ctx.pending[:pending])
-        if start_p <= index < stop_p:
-            continue
-        if _touches(finding, first, end):
-            return None
-        kept_pending.append((condition, move(finding, end, delta)))
-    if start_p == len(trace.raw_pending):
-        kept_pending.extend(ctx.pending[:pending])
-    trace.raw_findings, trace.raw_pending = kept, kept_pending
+    fresh = ctx.findings[:findings]
+    fresh_pending = ctx.pending[:pending]
+    old = trace.raw_findings[trace.findings[0] : trace.findings[1]]
+    old_pending = trace.raw_pending[trace.pending[0] : trace.pending[1]]
+    spliced = _splice(trace.raw_findings, trace.extents, trace.findings, fresh, region)
+    spliced_pending = _splice(
+        [finding for _, finding in trace.raw_pending],
+        trace.pending_extents,
+        trace.pending,
+        [finding for _, finding in fresh_pending],
+        region,
+    )
+    if spliced is None or spliced_pending is None:
+        return None
+    start, start_p = trace.findings[0], trace.pending[0]
+    conditions = [condition for condition, _ in trace.raw_pending]
+    conditions[trace.pending[0] : trace.pending[1]] = [c for c, _ in fresh_pending]
+    trace.raw_findings, trace.extents = spliced
+    trace.raw_pending = list(zip(conditions, spliced_pending[0], strict=True))
+    trace.pending_extents = spliced_pending[1]
     trace.findings = (start, start + findings)
     trace.pending = (start_p, start_p + pending)
-    return kept, kept_pending
+    return Change(
+        [*old, *borne_out(old_pending, trace.facts)],
+        [*fresh, *borne_out(fresh_pending, trace.facts)],
+        moved=region[2] != region[1],
+        # whether "hard-coded often" holds changed: other functions' pending findings too
+        recounted=_hard_coded(old_pending) != _hard_coded(fresh_pending),
+    )
+
+
+@dataclass(slots=True)
+class Change:
+    """What a walk of the target changed: its findings before and after (the pending ones
+    the file bears out included), whether the findings below it moved, and whether the
+    others' pending findings may now be borne out otherwise."""
+
+    before: list[Finding]
+    after: list[Finding]
+    moved: bool
+    recounted: bool
+
+
+def _hard_coded(pending: list[Pending]) -> int:
+    from gpulens.analysis.context import Condition
+
+    return sum(condition is Condition.MANY_HARD_CODED_DEVICES for condition, _ in pending)
+
+
+def reshown(
+    shown_before: list[Finding], change: Change, source: SourceText, config: Config
+) -> list[Finding] | None:
+    """The findings shown after a walk of the target: those shown before less the
+    target's, with the target's new ones in their places; None where only showing them
+    all again can tell (findings moved, a severity configured, a tie in the order)."""
+    from bisect import bisect_left, bisect_right
+
+    from gpulens.analysis.engine import shown
+
+    if change.moved or change.recounted or config.severity:
+        return None
+    gone = {id(finding) for finding in change.before}
+    kept = [finding for finding in shown_before if id(finding) not in gone]
+    others = [(f.span.line, f.span.column, f.code) for f in kept]
+    keys = list(others)
+    for finding in shown(change.after, source, config):  # in their order, ties included
+        key = (finding.span.line, finding.span.column, finding.code)
+        at = bisect_left(others, key)
+        if at < len(others) and others[at] == key:
+            return None  # a tie with another function's: the full sort keeps the walk's order
+        at = bisect_right(keys, key)
+        keys.insert(at, key)
+        kept.insert(at, finding)
+    return kept
+
+
+def extent(finding: Finding) -> tuple[int, int]:
+    """The first and last line any place of ``finding`` (its span, its fixes' edits) is on."""
+    spans = [finding.span, *(edit.span for fix in finding.fixes for edit in fix.edits)]
+    return min(span.line for span in spans), max(span.end_line for span in spans)
+
+
+def _splice(
+    findings: list[Finding],
+    extents: list[tuple[int, int]],
+    target: tuple[int, int],
+    fresh: list[Finding],
+    region: tuple[int, int, int],
+) -> tuple[list[Finding], list[tuple[int, int]]] | None:
+    """``findings`` with the target's slice replaced by ``fresh`` and the others moved below
+    the edit; None where one of the others lies in (or across) the lines it replaced."""
+    first, end, after = region
+    delta = after - end
+    start, stop = target
+    others = extents[:start] + extents[stop:]
+    if any(low < end and high >= first for low, high in others):
+        return None
+    kept, kept_extents = findings[:start], extents[:start]
+    later, later_extents = findings[stop:], extents[stop:]
+    if delta:
+        kept = [move(f, end, delta) for f in kept]
+        later = [move(f, end, delta) for f in later]
+        kept_extents = list(map(extent, kept))
+        later_extents = list(map(extent, later))
+    return (
+        [*kept, *fresh, *later],
+        [*kept_extents, *map(extent, fresh), *later_extents],
+    )
 
 
 def _parts(parts: object) -> object:
