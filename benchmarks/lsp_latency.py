@@ -1,6 +1,6 @@
 """Language-server latency as an editor feels it, through a plain stdio client.
 
-    .venv/bin/python benchmarks/lsp_latency.py [--starts 7] [--keystrokes 60] [--seed 0]
+    .venv/bin/python benchmarks/lsp_latency.py [--starts 7] [--keystrokes 82] [--seed 0]
                                                [--compare SERVER_DIR]
 
 Drives `python -P -m gpulens serve` over stdio with a JSON-RPC client of its own (framing
@@ -505,7 +505,12 @@ def print_row(name: str, value: float, target: float | None, width: int) -> None
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--starts", type=int, default=7, help="starts of each server (7)")
-    parser.add_argument("--keystrokes", type=int, default=60, help="keystrokes per file (60)")
+    parser.add_argument(
+        "--keystrokes",
+        type=int,
+        default=2 * len(TYPED),
+        help=f"keystrokes per file ({2 * len(TYPED)}: the statement typed, then erased)",
+    )
     parser.add_argument("--seed", type=int, default=0, help="seed of the typing intervals")
     parser.add_argument("--compare", metavar="SERVER_DIR", help="also measure this gpulens")
     args = parser.parse_args()

@@ -28,15 +28,23 @@ class Analysis:
 
 
 @contextmanager
-def collector_paused() -> Iterator[None]:
+def collector_paused(freeze: bool = False) -> Iterator[None]:
     """A parse makes millions of nodes; each full collection rescans them all, which made a
-    5 MB file take 3× longer than 5 × 1 MB. The tree holds no cycles worth collecting."""
+    5 MB file take 3× longer than 5 × 1 MB. The tree holds no cycles worth collecting.
+
+    ``freeze``: what is alive at the end is kept out of every later collection
+    (`gc.freeze`): a 2 MB document's trees and function results are millions of objects,
+    and each collection of the oldest generation read them all again (seconds, every few
+    keystrokes). They are freed as usual when no longer referenced: nothing of a walk
+    is left in a cycle (`walker.release`)."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
         if was_enabled:
+            if freeze:
+                gc.freeze()
             gc.enable()
 
 

@@ -559,6 +559,8 @@ class DocumentAnalyzer:
         self._cold: str | None = None
         self._last: LastWalk | None = None  # the last version, where its target is traced
         self._regions = 0  # versions walked in part since the last full walk
+        # keep what each analysis leaves alive out of later collections (`collector_paused`)
+        self.freeze_survivors = False
 
     @property
     def cold(self) -> bool:
@@ -568,7 +570,7 @@ class DocumentAnalyzer:
     def analyze(self, text: str, config: Config) -> Analysis:
         from gpulens.analysis.engine import analyze, collector_paused
 
-        with self._lock:
+        with self._lock, collector_paused(self.freeze_survivors):
             if config != self._config:
                 self.memo = FunctionMemo()
                 self._config = config
@@ -576,8 +578,7 @@ class DocumentAnalyzer:
                 self._last = None
                 return analyze(text, config, blocks=self.blocks)
             self._cold = None
-            with collector_paused():
-                return self._analyze(text, config)
+            return self._analyze(text, config)
 
     def _analyze(self, text: str, config: Config) -> Analysis:
         """A version after the first: its edited function alone where `regions` can,
@@ -681,9 +682,9 @@ class DocumentAnalyzer:
     def warm(self) -> None:
         """Records the function results of a first analysis, so that the next version
         replays what it leaves unchanged. Nothing to do after any other analysis."""
-        from gpulens.analysis.engine import analyze
+        from gpulens.analysis.engine import analyze, collector_paused
 
-        with self._lock:
+        with self._lock, collector_paused(self.freeze_survivors):
             text, self._cold = self._cold, None
             if text is None or self._config is None:
                 return

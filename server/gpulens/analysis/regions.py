@@ -423,7 +423,10 @@ def walk_region(
         )
         if trace.judgments != {evaluator.state(): judged}:
             return None
-    effects, findings, pending = walker.walk_target(trace.target, enclosing, state.is_method)
+    try:
+        effects, findings, pending = walker.walk_target(trace.target, enclosing, state.is_method)
+    finally:
+        walker.release()
     if effects != trace.effects:
         return None
     fresh = ctx.findings[:findings]

@@ -75,6 +75,7 @@ def walk_module(
     if trace is not None:
         trace.walked(walker, notes)
     ctx.finish()
+    walker.release()
     return ctx.findings, notes
 
 
@@ -108,6 +109,11 @@ class _Walker(FunctionResultsMixin):
         self._file_key: tuple[object, ...] | None = None
         self._shared_key: tuple[tuple[object, ...], tuple[object, ...]] | None = None
         self._texts: dict[int, str] = {}  # id of a function (alive for the walk) -> its source
+
+    def release(self) -> None:
+        """Breaks the walker's cycle (its evaluator reads texts through it), so that a walk
+        is freed as soon as it ends, not by a collection of the whole heap."""
+        self.evaluator.text_of = None
 
     # -- scopes -------------------------------------------------------------------------
 

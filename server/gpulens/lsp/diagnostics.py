@@ -54,6 +54,10 @@ MAX_DEBOUNCE_S = 0.075
 # A change this long after the previous one is analysed at once: nothing to coalesce.
 PAUSE_S = 1.0
 DELAY_ENV = "GPULENS_LSP_DIAGNOSTIC_DELAY_MS"
+# From this size on, what an analysis leaves alive is kept out of later garbage collections
+# (`analysis.engine.collector_paused`): a full collection of a 2 MB document's trees took
+# 2-3 s and came every few keystrokes.
+FREEZE_FROM_CHARS = 250_000
 
 
 def adaptive_delay_s(analysis_s: float | None, since_change_s: float) -> float:
@@ -211,6 +215,8 @@ class DiagnosticsScheduler:
 
                     state.analyzer = DocumentAnalyzer()
                 analyzer = state.analyzer
+                # a large document's trees and results stay out of the collector's rounds
+                analyzer.freeze_survivors = snapshot.size >= FREEZE_FROM_CHARS
                 analyses = await asyncio.get_running_loop().run_in_executor(
                     self.pool, analyse, snapshot, analyzer
                 )
