@@ -55,9 +55,6 @@ _Parsed = tuple[
 # a block that does not parse may be a wrong split (a call's arguments at column 0): it
 # is tried with up to this many of the blocks after it before it counts as broken
 MAX_MERGE = 8
-# a full walk at least every this many versions walked in part: it forgets the function
-# results of the texts typed meanwhile
-MAX_REGIONS = 64
 
 
 def block_starts(lines: list[str]) -> list[int]:
@@ -558,7 +555,6 @@ class DocumentAnalyzer:
         # the text of a first analysis, whose function results are not recorded yet
         self._cold: str | None = None
         self._last: LastWalk | None = None  # the last version, where its target is traced
-        self._regions = 0  # versions walked in part since the last full walk
         # keep what each analysis leaves alive out of later collections (`collector_paused`)
         self.freeze_survivors = False
 
@@ -604,7 +600,6 @@ class DocumentAnalyzer:
         trace = None if target is None else Trace(target[2])
         result = walk_parsed(tree, problem, repaired, source, config, memo=self.memo, trace=trace)
         self.memo.forget_unused()
-        self._regions = 0
         if target is not None and trace is not None and trace.usable:
             order = list(self.blocks.order)
             self._last = LastWalk(
@@ -635,8 +630,8 @@ class DocumentAnalyzer:
         from gpulens.analysis.rules.timing import may_choose_a_device
 
         order, index = self.blocks.order, last.block
-        if len(order) != len(last.order) or self._regions >= MAX_REGIONS:
-            return None  # (now and then a full walk forgets the texts typed meanwhile)
+        if len(order) != len(last.order):
+            return None
         for position, (old, new) in enumerate(zip(last.order, order, strict=True)):
             if (old[2] is new[2]) == (position == index):
                 return None  # another block changed, or none did
@@ -674,7 +669,6 @@ class DocumentAnalyzer:
             )
         if change is None:
             return None
-        self._regions += 1
         last.text, last.lines, last.order = text, self.blocks.lines, list(order)
         last.order[index] = self.blocks.order[index]
         return change

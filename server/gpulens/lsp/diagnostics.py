@@ -1,5 +1,5 @@
 """Diagnostics: analysis in worker threads after an adaptive debounce, one analysis of a
-document at a time, published only for the latest text.
+document at a time, published in the order of the texts.
 
 Every change (re)starts a timer per document or notebook. Its delay follows what the
 document costs to analyse (`adaptive_delay_s`): a few milliseconds for a file analysed in
@@ -7,9 +7,11 @@ document costs to analyse (`adaptive_delay_s`): a few milliseconds for a file an
 a pause. When the timer fires, a snapshot is analysed off the event loop, so requests keep
 being answered while it runs. A document is analysed once at a time: a change that arrives
 meanwhile is analysed as soon as the running analysis ends, on the text current then, so
-intermediate texts are skipped rather than queued. A result is published only if the text
-it was computed from is still the current one. Code actions and hover reuse the latest
-result, or wait for the one being computed for the current text.
+intermediate texts are skipped rather than queued. A result is published as soon as it is
+there, also when the text changed meanwhile (the next analysis is of the text current then),
+so a fast typist sees diagnostics one keystroke behind rather than none until a pause;
+results end in the order of their texts, so an older one never replaces a newer one. Code
+actions and hover use only a result for the current text, or wait for it.
 """
 
 from __future__ import annotations
@@ -112,9 +114,17 @@ class _Target:
     analyzer: DocumentAnalyzer | None = None  # the parses and results of earlier versions
     analysis_s: float | None = None  # how long its last analysis took
     changed_at: float = 0.0  # when its text last changed
-    published: PublishedDiagnostics = field(default_factory=PublishedDiagnostics)
+    diagnostics: PublishedDiagnostics = field(default_factory=PublishedDiagnostics)
+    published: tuple[int | None, ...] | None = None  # the versions last published
     cells: set[str] = field(default_factory=set)  # a notebook's cells given diagnostics
     warming: asyncio.Task[None] | None = None  # recording its first analysis's results
+
+    def published_before(self, snapshot: Snapshot) -> bool:
+        """Whether nothing newer than ``snapshot`` was published (the same version again,
+        analysed with other settings, is published)."""
+        if self.published is None:
+            return True
+        return (snapshot.versions[0] or 0) >= (self.published[0] or 0)
 
 
 class DiagnosticsScheduler:
@@ -243,7 +253,11 @@ class DiagnosticsScheduler:
         latest = snapshot_of(self._server, snapshot.target)
         if latest is not None and latest.same_input(snapshot):
             state.result = result
+        if latest is not None and state.published_before(snapshot):
+            # a text changed since is analysed next: until then the editor shows these
+            # (analyses end in the order of their texts, so an older one never follows)
             self._publish(result, state)
+            state.published = snapshot.versions
         if state.analyzer is not None and state.analyzer.cold:
             self._warm(snapshot, result, state)
         return result
@@ -277,11 +291,11 @@ class DiagnosticsScheduler:
         codec = self._server.workspace.position_codec
         for index, (uri, text) in enumerate(zip(snapshot.uris, snapshot.texts, strict=True)):
             findings = [] if result.analyses is None else result.analyses[index].findings
-            params = state.published.params_json(
+            params = state.diagnostics.params_json(
                 uri, snapshot.version_of(uri), text, findings, codec
             )
             self._server.protocol.notify_json(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS, params)
-        state.published.forget_unpublished()
+        state.diagnostics.forget_unpublished()
         if snapshot.is_notebook:
             # cells deleted or turned into markdown keep no stale diagnostics
             published = set(snapshot.uris)
