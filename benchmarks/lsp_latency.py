@@ -160,7 +160,7 @@ class Client:
             env=env,
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
-            stderr=None if os.environ.get('I15_STDERR') else asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.DEVNULL,
             limit=64 * 1024 * 1024,
         )
         self._reader = asyncio.create_task(self._read())
