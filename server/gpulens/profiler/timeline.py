@@ -142,6 +142,7 @@ class TimelineWalker:
         self.stack: list[list[Any]] = []
         self._last = OUTSIDE  # the line of the newest segment
         self._last_t: int | None = None  # and its start
+        self.sync: Callable[[], None] = lambda: None  # see `event_handlers`
 
     def feed(
         self, events: Iterable[tuple[int, int, Any, int]], index: dict[int, int] | None = None
@@ -211,6 +212,7 @@ class TimelineWalker:
 
     def drop_oldest(self, keep: int) -> None:
         """Keeps the newest `keep` segments; calls made before them can no longer be placed."""
+        self.sync()
         extra = len(self.seg_t) - keep
         if extra <= 0:
             return
@@ -220,6 +222,7 @@ class TimelineWalker:
 
     def finish(self, end: int) -> Timeline:
         """Charges the frames still open up to `end`; the walked timeline."""
+        self.sync()
         stack = self.stack
         for frame in reversed(stack):
             _charge(stack, frame, end, self.host)
@@ -236,6 +239,120 @@ class TimelineWalker:
             end=end,
             retained_from=self.retained_from,
         )
+
+
+Handler = Callable[..., None]
+
+
+def _ignored(*_: object) -> None:
+    """No events before the recorder starts."""
+
+
+def event_handlers(
+    walker: TimelineWalker,
+    clock: Callable[[], int],
+    every: int,
+    tick: Callable[[], None],
+    *,
+    raw: list[tuple[int, int, Any, int]] | None = None,
+    thread: int | None = None,
+) -> tuple[Handler, Handler, Handler]:
+    """Callbacks for (code, line), (code, …) at a frame's start and at its return, that walk
+    each event as it comes (what `TimelineWalker.feed` does with a recorded one; the stack
+    holds code objects here) and call ``tick`` every ``every`` events. Nothing is kept per
+    event (but in ``raw``, for a short cell's fixture): a Python-heavy cell's millions of
+    events cost only their walk. Events of threads other than ``thread`` are left out."""
+    stack, hits, host = walker.stack, walker.hits, walker.host
+    get_ident = threading.get_ident
+    other = thread is not None
+    add_t, add_line, seg_line = walker.seg_t.append, walker.seg_line.append, walker.seg_line
+    keep = walker.keep_segments
+    # the newest segment's line and start, and the events left before the next tick
+    mark: list[Any] = [walker._last, walker._last_t, every]
+
+    def moved(line: int, now: int) -> None:
+        if keep:
+            if now == mark[1]:
+                seg_line[-1] = line
+            else:
+                add_t(now)
+                add_line(line)
+                mark[1] = now
+        mark[0] = line
+
+    def on_line(code: CodeType, line: int) -> None:
+        if other and get_ident() != thread:
+            return
+        now = clock()
+        if raw is not None:
+            raw.append((now, LINE, code, line))
+        if stack and stack[-1][0] is code:
+            top = stack[-1]
+        else:
+            if any(frame[0] is code for frame in stack):
+                while stack[-1][0] is not code:
+                    _charge(stack, stack.pop(), now, host)
+            else:  # a frame entered before recording began
+                stack.append([code, None, now])
+            top = stack[-1]
+        previous = top[1]
+        if previous is not None:
+            if len(stack) == 1:
+                host[previous] += now - top[2]
+            else:
+                _charge(stack, top, now, host)
+        top[1] = line
+        top[2] = now
+        hits[line] += 1
+        if line != mark[0]:
+            moved(line, now)
+        mark[2] -= 1
+        if not mark[2]:
+            mark[2] = every
+            tick()
+
+    def innermost() -> int:
+        for frame in reversed(stack):
+            if frame[1] is not None:
+                return int(frame[1])
+        return OUTSIDE
+
+    def on_start(code: CodeType, *_: object) -> None:
+        if other and get_ident() != thread:
+            return
+        now = clock()
+        if raw is not None:
+            raw.append((now, START, code, 0))
+        stack.append([code, None, now])
+        current = innermost()
+        if current != mark[0]:
+            moved(current, now)
+        mark[2] -= 1
+        if not mark[2]:
+            mark[2] = every
+            tick()
+
+    def on_return(code: CodeType, *_: object) -> None:
+        if other and get_ident() != thread:
+            return
+        now = clock()
+        if raw is not None:
+            raw.append((now, RETURN, code, 0))
+        if any(frame[0] is code for frame in stack):
+            while stack:
+                frame = stack.pop()
+                _charge(stack, frame, now, host)
+                if frame[0] is code:
+                    break
+        current = innermost()
+        if current != mark[0]:
+            moved(current, now)
+
+    def synced() -> None:  # the walker's own record of the newest segment, for `finish`
+        walker._last, walker._last_t = mark[0], mark[1]
+
+    walker.sync = synced
+    return on_line, on_start, on_return
 
 
 def _charge(
@@ -304,8 +421,12 @@ class LineRecorder:
         self.folds = 0
         self.fold_ns = 0
         self.drop_errors: list[str] = []
-        self._raw: list[tuple[int, int, Any, int]] = []
+        # a short cell's events as they came, for a test fixture (None once it is not short)
+        self._raw: list[tuple[int, int, Any, int]] | None = []
         self._index = {id(code): i for i, code in enumerate(self.codes)}
+        self._handlers: tuple[Handler, Handler, Handler] = (_ignored, _ignored, _ignored)
+        self._thread: int | None = None  # the thread whose events are walked (monitoring)
+        self._settrace_handlers: list[Handler] = list(self._handlers)
         self._walker: TimelineWalker | None = None
         self._timeline: Timeline | None = None
         self._tool: int | None = None
@@ -341,18 +462,20 @@ class LineRecorder:
 
     # -- folding -------------------------------------------------------------------------
     def _fold(self) -> None:
-        """Walks the buffered events and drops them; drops old segments past the budget.
-
-        Runs inside an event callback on the main thread, so no event is added meanwhile;
-        its own time is taken out of the running line's host time."""
+        """Every RAW_EVENTS_KEPT events, inside an event callback on the main thread (so no
+        event is walked meanwhile): a cell that long keeps no raw events (they are for the
+        fixtures of short ones), and past SEGMENTS_KEPT segments the backend places the
+        calls it has (`before_drop`) and the oldest half is dropped. Its own time is taken
+        out of the running lines' host time."""
         began = self.clock()
         # the fold's wall time, reported: the session clock (CUPTI's) is for the timeline
         began_wall = time.perf_counter_ns()
         walker = self._walker
         assert walker is not None
         with _interrupts_held(self._main_is_main):
-            walker.feed(self._raw, self._index)
-            self._raw.clear()
+            if self._raw is not None:
+                self._raw = None
+                self._install(raw=None)
             if len(walker.seg_t) > SEGMENTS_KEPT:
                 if self.before_drop is not None:
                     try:
@@ -363,6 +486,25 @@ class LineRecorder:
             walker.pause(self.clock() - began)
             self.folds += 1
             self.fold_ns += time.perf_counter_ns() - began_wall
+
+    def _install(self, raw: list[tuple[int, int, Any, int]] | None) -> None:
+        """Walks the events from now on with new callbacks (recording them in ``raw``)."""
+        walker = self._walker
+        assert walker is not None
+        walker.sync()
+        self._handlers = event_handlers(
+            walker, self.clock, RAW_EVENTS_KEPT, self._fold, raw=raw, thread=self._thread
+        )
+        self._settrace_handlers[:] = self._handlers
+        if self._tool is not None:
+            mon = sys.monitoring  # type: ignore[attr-defined]  # 3.12+; mypy reads 3.11 stubs
+            events = mon.events
+            on_line, on_start, on_return = self._handlers
+            mon.register_callback(self._tool, events.LINE, on_line)
+            mon.register_callback(self._tool, events.PY_START, on_start)
+            mon.register_callback(self._tool, events.PY_RESUME, on_start)
+            mon.register_callback(self._tool, events.PY_RETURN, on_return)
+            mon.register_callback(self._tool, events.PY_YIELD, on_return)
 
     # -- sys.monitoring (3.12+) ------------------------------------------------------------
     def _start_monitoring(self) -> None:
@@ -376,34 +518,9 @@ class LineRecorder:
             )
         mon.use_tool_id(tool, "gpulens")
         self._tool = tool
-        raw = self._raw
-        append, clock, fold = raw.append, self.clock, self._fold
-        limit = RAW_EVENTS_KEPT
-        main = threading.get_ident()
-        get_ident = threading.get_ident
-
-        # One tuple per event; code objects are mapped to indexes when folded.
-        def on_line(code: CodeType, line: int) -> None:
-            if get_ident() == main:
-                append((clock(), LINE, code, line))
-                if len(raw) >= limit:
-                    fold()
-
-        def on_start(code: CodeType, offset: int) -> None:
-            if get_ident() == main:
-                append((clock(), START, code, 0))
-                if len(raw) >= limit:
-                    fold()
-
-        def on_return(code: CodeType, offset: int, value: object) -> None:
-            if get_ident() == main:
-                append((clock(), RETURN, code, 0))
-
-        mon.register_callback(tool, events.LINE, on_line)
-        mon.register_callback(tool, events.PY_START, on_start)
-        mon.register_callback(tool, events.PY_RESUME, on_start)
-        mon.register_callback(tool, events.PY_RETURN, on_return)
-        mon.register_callback(tool, events.PY_YIELD, on_return)
+        # local events fire on any thread that runs the cell's code: only this one's count
+        self._thread = threading.get_ident()
+        self._install(raw=self._raw)
         wanted = (
             events.LINE | events.PY_START | events.PY_RESUME | events.PY_RETURN | events.PY_YIELD
         )
@@ -433,25 +550,21 @@ class LineRecorder:
     # -- sys.settrace (3.11) -------------------------------------------------------------
     def _start_settrace(self) -> None:
         wanted = {id(code) for code in self.codes}
-        raw = self._raw
-        append, clock, fold = raw.append, self.clock, self._fold
-        limit = RAW_EVENTS_KEPT
+        self._install(raw=self._raw)
+        # (a trace function is per thread: no other thread's events come here)
+        handlers = self._settrace_handlers  # changed in place at the first fold
 
         def local(frame: Any, event: str, arg: object) -> Any:
             if event == "line":
-                append((clock(), LINE, frame.f_code, frame.f_lineno))
-                if len(raw) >= limit:
-                    fold()
+                handlers[0](frame.f_code, frame.f_lineno)
             elif event == "return":
-                append((clock(), RETURN, frame.f_code, 0))
+                handlers[2](frame.f_code)
             return local
 
         def global_hook(frame: Any, event: str, arg: object) -> Any:
             # Frames of other code are never traced line by line: returning None is the cost cap.
             if event == "call" and id(frame.f_code) in wanted:
-                append((clock(), START, frame.f_code, 0))
-                if len(raw) >= limit:
-                    fold()
+                handlers[1](frame.f_code)
                 return local
             return None
 
@@ -467,16 +580,15 @@ class LineRecorder:
 
     # -- result --------------------------------------------------------------------------
     def timeline(self) -> Timeline:
-        """The walked timeline (call after stop): the events not yet folded are walked now."""
+        """The walked timeline (call after stop)."""
         if self._timeline is None:
             walker = self._walker or TimelineWalker(self.start_ns, self.keep_segments)
-            walker.feed(self._raw, self._index)
             self._timeline = walker.finish(self.end_ns or self.clock())
         return self._timeline
 
     def events(self) -> LineEvents | None:
         """The recorded events as columns, for a test fixture; None once any were folded."""
-        if self.folds:
+        if self.folds or self._raw is None:
             return None
         index = self._index
         t, kind, code, line = [], [], [], []
