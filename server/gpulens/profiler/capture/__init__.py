@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import sys
+import threading
 import time
 import traceback
 from collections.abc import Callable
@@ -121,6 +122,36 @@ def open_session(requested: str = "auto") -> tuple[Session, list[str]]:
     from gpulens.profiler.capture.host import HostSession
 
     return HostSession(), warnings
+
+
+def preload(requested: str = "auto") -> None:
+    """Loads what a first profile loads on its way, without starting any capture: the
+    modules of the capture, attribution and payload, and the backend's library and tables
+    (CUPTI's activity kinds and record layouts, NumPy). Run on a thread before the user asks
+    for a profile (`%load_ext gpulens`, the child's setup code): a first profile then costs
+    what a second one does. Never raises: the profile itself reports what fails."""
+    try:
+        import gpulens.profiler.attribution
+        import gpulens.profiler.display
+        import gpulens.profiler.report  # noqa: F401
+        from gpulens.profiler.capture.host import HostSession  # noqa: F401
+
+        wanted = requested in ("auto", "cupti") and cupti_holder() is None
+        if wanted and importlib.util.find_spec("cupti") is not None:
+            from gpulens.profiler.capture.cupti import CuptiSession
+
+            CuptiSession.prepare()
+    except Exception:
+        pass  # the profile that follows says what went wrong
+
+
+def preloading(requested: str = "auto") -> threading.Thread:
+    """`preload` on a daemon thread, started."""
+    thread = threading.Thread(
+        target=preload, args=(requested,), name="gpulens-preload", daemon=True
+    )
+    thread.start()
+    return thread
 
 
 def describe_error(error: BaseException, filename: str) -> dict[str, Any]:

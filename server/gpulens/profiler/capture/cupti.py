@@ -285,6 +285,15 @@ class CuptiSession:
         self._placed: dict[int, tuple[int, int]] = {}
         self._buffers_placed = 0
 
+    @staticmethod
+    def prepare() -> None:
+        """What a session's first profile would load, loaded now (see `capture.preload`):
+        cupti-python and libcupti, the buffer sink, the activity tables, NumPy for the
+        decode. Enables nothing: no record is made until `begin`."""
+        session = CuptiSession()
+        session.sink.reserve(2)
+        import numpy  # noqa: F401  (the decode's)
+
     # -- lifecycle -----------------------------------------------------------------------
     def begin(self) -> None:
         cupti = self.cupti

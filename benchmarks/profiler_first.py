@@ -1,0 +1,95 @@
+"""What the first profile in a fresh kernel costs over the second, and over the plain cell.
+
+    .venv/bin/python benchmarks/profiler_first.py [--runs 7] [--backend host|cupti|torch]
+
+Each run is a fresh interpreter holding an IPython shell, as a fresh Jupyter kernel does: it
+runs a small cell plainly, loads the extension (`%load_ext gpulens`) and, a moment later (a
+person reads the cell before profiling it), profiles the cell with `%%gpulens`, then again.
+Each profile is timed as the magic runs it (the cell, capture, attribution, the payload and
+its text and HTML); its fixed cost is its time less the plain cell's. The medians over the
+runs, first and second, and their difference: the target is a first profile at most 30 ms
+over the plain cell. `--cold` leaves out the pause after loading the extension.
+
+The cupti backend needs the device machine (`--backend cupti`); here the host backend
+measures the same path without a GPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+SERVER = Path(__file__).resolve().parents[1] / "server"
+
+# one run, in a fresh interpreter: prints the seconds of the plain cell and of each profile
+RUN = """\
+import json, sys, time
+from IPython.core.interactiveshell import InteractiveShell
+
+backend, pause = sys.argv[1], float(sys.argv[2])
+shell = InteractiveShell.instance()
+cell = "total = sum(range(200_000))\\nlabel = f'{total:,}'\\n"
+shell.run_cell(cell)  # the interpreter's own first run of it
+began = time.perf_counter()
+shell.run_cell(cell)
+plain = time.perf_counter() - began
+shell.run_line_magic("load_ext", "gpulens")
+time.sleep(pause)
+from gpulens.magic import bundle, profile_cell_in_kernel
+figures = {"plain": plain}
+for run in ("first", "second"):
+    began = time.perf_counter()
+    payload, _ = profile_cell_in_kernel(shell, cell, backend)
+    bundle(payload)
+    figures[run] = time.perf_counter() - began
+    assert payload["backend"] == backend, payload["warnings"]
+print(json.dumps(figures))
+"""
+
+
+def one_run(backend: str, pause: float) -> dict[str, float]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(SERVER), env.get("PYTHONPATH")]))
+    done = subprocess.run(
+        [sys.executable, "-c", RUN, backend, str(pause)],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+        timeout=300,
+    )
+    if done.returncode:
+        raise SystemExit(f"the run failed: {done.stderr.strip()[-800:]}")
+    figures: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
+    return figures
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--backend", default="host")
+    parser.add_argument("--cold", action="store_true", help="profile right after %%load_ext")
+    options = parser.parse_args()
+    pause = 0.0 if options.cold else 1.0
+    runs = [one_run(options.backend, pause) for _ in range(options.runs)]
+    plain = statistics.median(run["plain"] for run in runs)
+    first = statistics.median(run["first"] - run["plain"] for run in runs)
+    second = statistics.median(run["second"] - run["plain"] for run in runs)
+    print(
+        f"Python {sys.version.split()[0]}, {options.backend} backend, {options.runs} fresh "
+        f"kernels, {'no pause' if options.cold else f'{pause:g} s'} after %load_ext"
+    )
+    print(f"plain cell                        {plain * 1e3:8.1f} ms")
+    print(f"first profile, over the plain cell {first * 1e3:8.1f} ms   (target <= 30 ms)")
+    print(f"second profile, over the plain cell{second * 1e3:8.1f} ms")
+    print(f"first over second                 {(first - second) * 1e3:8.1f} ms")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
