@@ -268,33 +268,29 @@ def event_handlers(
     add_t, add_line, seg_line = walker.seg_t.append, walker.seg_line.append, walker.seg_line
     keep = walker.keep_segments
     # the newest segment's line and start, and the events left before the next tick
-    mark: list[Any] = [walker._last, walker._last_t, every]
+    last, last_t, countdown = walker._last, walker._last_t, every
 
-    def moved(line: int, now: int) -> None:
-        if keep:
-            if now == mark[1]:
-                seg_line[-1] = line
-            else:
-                add_t(now)
-                add_line(line)
-                mark[1] = now
-        mark[0] = line
+    def entered(code: CodeType, now: int) -> list[Any]:
+        """The frame of ``code`` on top of the stack: frames above it were left by an
+        exception (no return event), one not on it was entered before recording began."""
+        if any(frame[0] is code for frame in stack):
+            while stack[-1][0] is not code:
+                _charge(stack, stack.pop(), now, host)
+        else:
+            stack.append([code, None, now])
+        return stack[-1]
 
     def on_line(code: CodeType, line: int) -> None:
+        # the hot path of a long cell: a line of the frame on top, the common case first
+        nonlocal last, last_t, countdown
         if other and get_ident() != thread:
             return
         now = clock()
         if raw is not None:
             raw.append((now, LINE, code, line))
-        if stack and stack[-1][0] is code:
-            top = stack[-1]
-        else:
-            if any(frame[0] is code for frame in stack):
-                while stack[-1][0] is not code:
-                    _charge(stack, stack.pop(), now, host)
-            else:  # a frame entered before recording began
-                stack.append([code, None, now])
-            top = stack[-1]
+        top = stack[-1] if stack else None
+        if top is None or top[0] is not code:
+            top = entered(code, now)
         previous = top[1]
         if previous is not None:
             if len(stack) == 1:
@@ -304,11 +300,18 @@ def event_handlers(
         top[1] = line
         top[2] = now
         hits[line] += 1
-        if line != mark[0]:
-            moved(line, now)
-        mark[2] -= 1
-        if not mark[2]:
-            mark[2] = every
+        if line != last:
+            if keep:
+                if now == last_t:
+                    seg_line[-1] = line
+                else:
+                    add_t(now)
+                    add_line(line)
+                    last_t = now
+            last = line
+        countdown -= 1
+        if not countdown:
+            countdown = every
             tick()
 
     def innermost() -> int:
@@ -317,19 +320,30 @@ def event_handlers(
                 return int(frame[1])
         return OUTSIDE
 
+    def moved(current: int, now: int) -> None:
+        nonlocal last, last_t
+        if current != last:
+            if keep:
+                if now == last_t:
+                    seg_line[-1] = current
+                else:
+                    add_t(now)
+                    add_line(current)
+                    last_t = now
+            last = current
+
     def on_start(code: CodeType, *_: object) -> None:
+        nonlocal countdown
         if other and get_ident() != thread:
             return
         now = clock()
         if raw is not None:
             raw.append((now, START, code, 0))
         stack.append([code, None, now])
-        current = innermost()
-        if current != mark[0]:
-            moved(current, now)
-        mark[2] -= 1
-        if not mark[2]:
-            mark[2] = every
+        moved(innermost(), now)
+        countdown -= 1
+        if not countdown:
+            countdown = every
             tick()
 
     def on_return(code: CodeType, *_: object) -> None:
@@ -344,12 +358,10 @@ def event_handlers(
                 _charge(stack, frame, now, host)
                 if frame[0] is code:
                     break
-        current = innermost()
-        if current != mark[0]:
-            moved(current, now)
+        moved(innermost(), now)
 
     def synced() -> None:  # the walker's own record of the newest segment, for `finish`
-        walker._last, walker._last_t = mark[0], mark[1]
+        walker._last, walker._last_t = last, last_t
 
     walker.sync = synced
     return on_line, on_start, on_return
