@@ -167,3 +167,63 @@ def test_plain_text_aligns_a_tables_columns() -> None:
         "relu         1.2k",
         "gemm|x       200",
     ]
+
+
+# a text with findings on lines of every kind of character: the columns differ by encoding
+PUBLISHED = """\
+import time
+import torch
+
+device = torch.device("cuda")
+x = torch.randn(8, device=device)
+total = 0.0
+for step in range(10):  # é 😀 é
+    total += x.sum().item()  # 😀 per step
+    t0 = time.perf_counter()
+label = "é😀"; y = torch.zeros(256, 3).cuda()
+"""
+
+
+@pytest.mark.parametrize("encoding", ["utf-8", "utf-16", "utf-32"])
+def test_diagnostics_written_once_are_what_lsprotocol_writes(encoding: str) -> None:
+    """The publication's JSON, written per finding and kept (`published`), against the
+    diagnostics lsprotocol serializes, first and when the findings come again."""
+    import json
+
+    from pygls.protocol import default_converter
+
+    from gpulens.analysis import analyze
+    from gpulens.lsp.convert import finding_to_diagnostic
+    from gpulens.lsp.published import PublishedDiagnostics
+
+    codec = PositionCodec(encoding)
+    findings = analyze(PUBLISHED).findings
+    assert len(findings) >= 2
+    index = LineIndex(PUBLISHED, codec)
+    converter = default_converter()
+    expected = converter.unstructure(
+        types.PublishDiagnosticsParams(
+            uri="file:///a.py",
+            version=3,
+            diagnostics=[finding_to_diagnostic(f, index) for f in findings],
+        )
+    )
+    published = PublishedDiagnostics()
+    for _ in range(2):  # written, then taken from what was written
+        params = published.params_json("file:///a.py", 3, PUBLISHED, findings, codec)
+        published.forget_unpublished()
+        assert json.loads(params) == expected
+    unversioned = published.params_json("file:///a.py", None, PUBLISHED, [], codec)
+    assert json.loads(unversioned) == converter.unstructure(
+        types.PublishDiagnosticsParams(uri="file:///a.py", diagnostics=[])
+    )
+
+
+def test_the_debounce_follows_what_the_document_costs() -> None:
+    from gpulens.lsp.diagnostics import MAX_DEBOUNCE_S, PAUSE_S, adaptive_delay_s
+
+    assert adaptive_delay_s(None, 0.0) == 0.0  # never analysed: at once
+    assert adaptive_delay_s(0.020, 0.1) == pytest.approx(0.005)  # 2,000 lines: a few ms
+    assert adaptive_delay_s(0.300, 0.1) == MAX_DEBOUNCE_S  # a large file: at most this
+    assert adaptive_delay_s(0.300, PAUSE_S) == 0.0  # the first change after a pause
+    assert adaptive_delay_s(0.040, 0.1) < adaptive_delay_s(0.200, 0.1)

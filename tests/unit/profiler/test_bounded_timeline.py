@@ -89,6 +89,51 @@ def test_walking_in_batches_gives_what_walking_at_once_gives(rows: list, size: i
     assert list(batched["segments"]["line"]) == list(whole["segments"]["line"])
 
 
+@settings(max_examples=300, deadline=None)
+@given(rows=event_rows, every=st.integers(1, 9), keep=st.booleans())
+def test_walking_each_event_as_it_comes_gives_what_walking_the_record_gives(
+    rows: list, every: int, keep: bool
+) -> None:
+    """The recorder walks each event in its callback (`event_handlers`); the figures must be
+    those of the recorded events walked afterwards, whatever the order of starts, returns
+    (some never sent: a frame left by an exception) and lines."""
+    codes = [compile("0", name, "eval") for name in ("<module>", "f", "g")]
+    t, stamped = 0, []
+    for step, kind, code, line in rows:
+        t += step
+        stamped.append((t, kind, code, line if kind == LINE else 0))
+    now = [0]
+    ticks = [0]
+    walker = TimelineWalker(0, keep)
+    on_line, on_start, on_return = timeline.event_handlers(
+        walker, lambda: now[0], every, lambda: ticks.__setitem__(0, ticks[0] + 1)
+    )
+    for stamp, kind, code, line in stamped:
+        now[0] = stamp
+        if kind == LINE:
+            on_line(codes[code], line)
+        elif kind == START:
+            on_start(codes[code], 0)
+        else:
+            on_return(codes[code], 0, None)
+    live = walker.finish(t + 7)
+    events = {
+        "t": [r[0] for r in stamped],
+        "kind": [r[1] for r in stamped],
+        "code": [r[2] for r in stamped],
+        "line": [r[3] for r in stamped],
+        "codes": ["<module>", "f", "g"],
+        "start": 0,
+        "end": t + 7,
+    }
+    recorded = walk_events(events, keep_segments=keep)
+    assert live["hits"] == recorded["hits"]
+    assert live["host"] == recorded["host"]
+    assert list(live["segments"]["t"]) == list(recorded["segments"]["t"])
+    assert list(live["segments"]["line"]) == list(recorded["segments"]["line"])
+    assert ticks[0] == sum(kind != RETURN for _, kind, _, _ in stamped) // every
+
+
 @pytest.mark.parametrize("name", RECORDED)
 def test_recorded_captures_with_old_segments_dropped_attribute_exactly(name: str) -> None:
     """Replays each GPU capture as a long cell would see it: the events come in batches, the
