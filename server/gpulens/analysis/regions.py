@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from gpulens.analysis.incremental import fingerprint
 from gpulens.analysis.model import Edit, Finding, Fix, Span
@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from gpulens.analysis.incremental import FunctionMemo, _Block
     from gpulens.analysis.source import SourceText
     from gpulens.analysis.symbols import Scope, Value
+    from gpulens.analysis.values import Parts
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 Pending = tuple["Condition", Finding]
@@ -56,7 +57,7 @@ class WalkState:
     file_facts: dict[tuple[object, ...], object]
     outside_reads: int
     call_sites: dict[str, CallSites]
-    returns: dict[tuple[int, tuple[int, int, int]], tuple[Value | None, object]]
+    returns: dict[tuple[int, tuple[int, int, int]], tuple[Value | None, Parts]]
     static: dict[str, Scope]
     groups: dict[int, int] | None
     enclosing: Scope  # the module's scope, or the class's (copied: methods bind into it)
@@ -89,7 +90,7 @@ class WalkState:
             outside_reads=ctx.outside_reads,
             call_sites={
                 name: CallSites(dict(sites.arguments), sites.hot_call, sites.guessed)
-                for name, sites in walker.call_sites.items()  # type: ignore[attr-defined]
+                for name, sites in cast("dict[str, CallSites]", walker.call_sites).items()
             },
             returns=dict(evaluator._returns),
             static=dict(evaluator._static),
@@ -569,7 +570,7 @@ class _CallSitesCopied(dict):  # type: ignore[type-arg]
         self[key] = sites
         return sites
 
-    def get(self, key: str, default: object = None) -> object:  # type: ignore[override]
+    def get(self, key: str, default: object = None) -> object:
         if dict.__contains__(self, key) or key in self._base:
             return self[key]
         return default

@@ -119,6 +119,11 @@ class _Target:
     cells: set[str] = field(default_factory=set)  # a notebook's cells given diagnostics
     warming: asyncio.Task[None] | None = None  # recording its first analysis's results
 
+    def stop_running(self, future: asyncio.Future[Result]) -> None:
+        """``future`` ended: no analysis runs, unless a newer one started meanwhile."""
+        if self.running is not None and self.running[1] is future:
+            self.running = None
+
     def published_before(self, snapshot: Snapshot) -> bool:
         """Whether nothing newer than ``snapshot`` was published (the same version again,
         analysed with other settings, is published)."""
@@ -248,8 +253,7 @@ class DiagnosticsScheduler:
             future.exception()  # retrieved: other waiters re-raise it, nobody logs it twice
             raise
         finally:
-            if state.running is not None and state.running[1] is future:
-                state.running = None
+            state.stop_running(future)
         latest = snapshot_of(self._server, snapshot.target)
         if latest is not None and latest.same_input(snapshot):
             state.result = result
@@ -279,8 +283,7 @@ class DiagnosticsScheduler:
                 logger.exception("recording the function results of %s failed", snapshot.target)
             finally:
                 future.set_result(result)
-                if state.running is not None and state.running[1] is future:
-                    state.running = None
+                state.stop_running(future)
 
         state.warming = loop.create_task(warm())
 
