@@ -1,6 +1,7 @@
 """What the first profile in a fresh kernel costs over the second, and over the plain cell.
 
     .venv/bin/python benchmarks/profiler_first.py [--runs 7] [--backend host|cupti|torch]
+                                                  [--cold] [--compare SERVER_DIR]
 
 Each run is a fresh interpreter holding an IPython shell, as a fresh Jupyter kernel does: it
 runs a small cell plainly, loads the extension (`%load_ext gpulens`) and, a moment later (a
@@ -11,7 +12,8 @@ runs, first and second, and their difference: the target is a first profile at m
 over the plain cell. `--cold` leaves out the pause after loading the extension.
 
 The cupti backend needs the device machine (`--backend cupti`); here the host backend
-measures the same path without a GPU.
+measures the same path without a GPU. `--compare SERVER_DIR` measures another gpulens (an
+older one: `git archive <rev> server | tar -x -C /tmp/before`) in the same run, alternated.
 """
 
 from __future__ import annotations
@@ -52,9 +54,9 @@ print(json.dumps(figures))
 """
 
 
-def one_run(backend: str, pause: float) -> dict[str, float]:
+def one_run(backend: str, pause: float, server: str) -> dict[str, float]:
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(SERVER), env.get("PYTHONPATH")]))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [server, env.get("PYTHONPATH")]))
     done = subprocess.run(
         [sys.executable, "-c", RUN, backend, str(pause)],
         capture_output=True,
@@ -74,20 +76,29 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--backend", default="host")
     parser.add_argument("--cold", action="store_true", help="profile right after %%load_ext")
+    parser.add_argument("--compare", metavar="SERVER_DIR", help="also measure this gpulens")
     options = parser.parse_args()
     pause = 0.0 if options.cold else 1.0
-    runs = [one_run(options.backend, pause) for _ in range(options.runs)]
-    plain = statistics.median(run["plain"] for run in runs)
-    first = statistics.median(run["first"] - run["plain"] for run in runs)
-    second = statistics.median(run["second"] - run["plain"] for run in runs)
+    versions = [("gpulens", str(SERVER))]
+    if options.compare:
+        versions.append(("compared", options.compare))
+    runs: dict[str, list[dict[str, float]]] = {label: [] for label, _ in versions}
+    for _ in range(options.runs):  # alternated, so a load spike hits each alike
+        for label, server in versions:
+            runs[label].append(one_run(options.backend, pause, server))
     print(
         f"Python {sys.version.split()[0]}, {options.backend} backend, {options.runs} fresh "
         f"kernels, {'no pause' if options.cold else f'{pause:g} s'} after %load_ext"
     )
-    print(f"plain cell                        {plain * 1e3:8.1f} ms")
-    print(f"first profile, over the plain cell {first * 1e3:8.1f} ms   (target <= 30 ms)")
-    print(f"second profile, over the plain cell{second * 1e3:8.1f} ms")
-    print(f"first over second                 {(first - second) * 1e3:8.1f} ms")
+    for label, _ in versions:
+        done = runs[label]
+        plain = statistics.median(run["plain"] for run in done)
+        first = statistics.median(run["first"] - run["plain"] for run in done)
+        second = statistics.median(run["second"] - run["plain"] for run in done)
+        print(f"{label}: plain cell {plain * 1e3:.1f} ms")
+        print(f"  first profile over the plain cell  {first * 1e3:7.1f} ms   (target <= 30 ms)")
+        print(f"  second profile over the plain cell {second * 1e3:7.1f} ms")
+        print(f"  first over second                  {(first - second) * 1e3:7.1f} ms")
     return 0
 
 

@@ -78,7 +78,7 @@ def with_gpulens(code: Any, namespace: dict[str, Any], backend: str = "cupti") -
     start = time.perf_counter()
     capture = profile_code(code, namespace, backend)
     decoded = time.perf_counter()
-    attributed = attribute_records(capture.events, capture.records)
+    attributed = attribute_records(capture.timeline, capture.records)
     build_payload(attributed, source={"path": "bench"}, backend=capture.backend)
     end = time.perf_counter()
     records = sum(
