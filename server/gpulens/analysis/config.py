@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import os
 import re
-import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePath
-from types import MappingProxyType
+from types import MappingProxyType, ModuleType
 
 from gpulens.analysis.model import Edit, Finding, Severity, Span
 
@@ -160,8 +159,8 @@ def find_pyproject(start: Path, within: Path | None = None) -> Path | None:
             if "gpulens" not in text:
                 continue
             try:
-                data = tomllib.loads(text)
-            except tomllib.TOMLDecodeError as error:
+                data = _toml().loads(text)
+            except _toml().TOMLDecodeError as error:
                 raise ConfigError(
                     f"{candidate} is not valid TOML ({error}); fix it or remove [tool.gpulens]"
                 ) from None
@@ -176,7 +175,7 @@ def load_config(start: Path, within: Path | None = None) -> Config:
     path = find_pyproject(start, within)
     if path is None:
         return DEFAULT_CONFIG
-    data = tomllib.loads(path.read_text(encoding="utf-8"))
+    data = _toml().loads(path.read_text(encoding="utf-8"))
     return config_from_mapping(data["tool"]["gpulens"], f"{path}: [tool.gpulens]")
 
 
@@ -225,3 +224,10 @@ def is_suppressed(finding: Finding, table: Mapping[int, frozenset[str] | None]) 
             if codes is None or finding.code in codes:
                 return True
     return False
+
+
+def _toml() -> ModuleType:
+    """tomllib, imported when a pyproject.toml is read: the language server starts without it."""
+    import tomllib
+
+    return tomllib
