@@ -27,7 +27,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from types import CodeType
-from typing import Any, TypedDict, final
+from typing import Any, NamedTuple, TypedDict, final
 
 LINE, START, RETURN = 0, 1, 2
 # line number of a segment where the main thread ran none of the cell's lines
@@ -241,7 +241,17 @@ class TimelineWalker:
         )
 
 
-Handler = Callable[..., None]
+Handler = Callable[..., Any]
+
+
+class Handlers(NamedTuple):
+    """What `event_handlers` gives."""
+
+    line: Handler  # (code, line)
+    start: Handler  # (code, …): a frame starts or resumes
+    end: Handler  # (code, …): a frame returns or yields
+    traced: Handler  # a `sys.settrace` local trace function doing all three
+    stop_recording: Callable[[], None]  # no more raw events
 
 
 def _ignored(*_: object) -> None:
@@ -256,12 +266,13 @@ def event_handlers(
     *,
     raw: list[tuple[int, int, Any, int]] | None = None,
     thread: int | None = None,
-) -> tuple[Handler, Handler, Handler]:
+) -> Handlers:
     """Callbacks for (code, line), (code, …) at a frame's start and at its return, that walk
     each event as it comes (what `TimelineWalker.feed` does with a recorded one; the stack
-    holds code objects here) and call ``tick`` every ``every`` events. Nothing is kept per
-    event (but in ``raw``, for a short cell's fixture): a Python-heavy cell's millions of
-    events cost only their walk. Events of threads other than ``thread`` are left out."""
+    holds code objects here) and call ``tick`` every ``every`` events; the same as a
+    `sys.settrace` local trace function. Nothing is kept per event (but in ``raw`` until
+    `Handlers.stop_recording`, for a short cell's fixture): a Python-heavy cell's millions
+    of events cost only their walk. Events of threads other than ``thread`` are left out."""
     stack, hits, host = walker.stack, walker.hits, walker.host
     get_ident = threading.get_ident
     other = thread is not None
@@ -360,11 +371,54 @@ def event_handlers(
                     break
         moved(innermost(), now)
 
+    def traced(frame: Any, event: str, arg: object) -> Any:
+        # `on_line` as a local trace function (3.11), its body repeated: a call more per
+        # event would cost a fifth of the walk
+        nonlocal last, last_t, countdown
+        if event != "line":
+            if event == "return":
+                on_return(frame.f_code)
+            return traced
+        code, line = frame.f_code, frame.f_lineno
+        now = clock()
+        if raw is not None:
+            raw.append((now, LINE, code, line))
+        top = stack[-1] if stack else None
+        if top is None or top[0] is not code:
+            top = entered(code, now)
+        previous = top[1]
+        if previous is not None:
+            if len(stack) == 1:
+                host[previous] += now - top[2]
+            else:
+                _charge(stack, top, now, host)
+        top[1] = line
+        top[2] = now
+        hits[line] += 1
+        if line != last:
+            if keep:
+                if now == last_t:
+                    seg_line[-1] = line
+                else:
+                    add_t(now)
+                    add_line(line)
+                    last_t = now
+            last = line
+        countdown -= 1
+        if not countdown:
+            countdown = every
+            tick()
+        return traced
+
+    def stop_recording() -> None:
+        nonlocal raw
+        raw = None
+
     def synced() -> None:  # the walker's own record of the newest segment, for `finish`
         walker._last, walker._last_t = last, last_t
 
     walker.sync = synced
-    return on_line, on_start, on_return
+    return Handlers(on_line, on_start, on_return, traced, stop_recording)
 
 
 def _charge(
@@ -436,9 +490,8 @@ class LineRecorder:
         # a short cell's events as they came, for a test fixture (None once it is not short)
         self._raw: list[tuple[int, int, Any, int]] | None = []
         self._index = {id(code): i for i, code in enumerate(self.codes)}
-        self._handlers: tuple[Handler, Handler, Handler] = (_ignored, _ignored, _ignored)
+        self._handlers = Handlers(_ignored, _ignored, _ignored, _ignored, _ignored)
         self._thread: int | None = None  # the thread whose events are walked (monitoring)
-        self._settrace_handlers: list[Handler] = list(self._handlers)
         self._walker: TimelineWalker | None = None
         self._timeline: Timeline | None = None
         self._tool: int | None = None
@@ -487,7 +540,7 @@ class LineRecorder:
         with _interrupts_held(self._main_is_main):
             if self._raw is not None:
                 self._raw = None
-                self._install(raw=None)
+                self._handlers.stop_recording()
             if len(walker.seg_t) > SEGMENTS_KEPT:
                 if self.before_drop is not None:
                     try:
@@ -499,24 +552,14 @@ class LineRecorder:
             self.folds += 1
             self.fold_ns += time.perf_counter_ns() - began_wall
 
-    def _install(self, raw: list[tuple[int, int, Any, int]] | None) -> None:
-        """Walks the events from now on with new callbacks (recording them in ``raw``)."""
+    def _install(self) -> None:
+        """The callbacks that walk the events from now on (recording them in `_raw` until
+        the first fold)."""
         walker = self._walker
         assert walker is not None
-        walker.sync()
         self._handlers = event_handlers(
-            walker, self.clock, RAW_EVENTS_KEPT, self._fold, raw=raw, thread=self._thread
+            walker, self.clock, RAW_EVENTS_KEPT, self._fold, raw=self._raw, thread=self._thread
         )
-        self._settrace_handlers[:] = self._handlers
-        if self._tool is not None:
-            mon = sys.monitoring  # type: ignore[attr-defined]  # 3.12+; mypy reads 3.11 stubs
-            events = mon.events
-            on_line, on_start, on_return = self._handlers
-            mon.register_callback(self._tool, events.LINE, on_line)
-            mon.register_callback(self._tool, events.PY_START, on_start)
-            mon.register_callback(self._tool, events.PY_RESUME, on_start)
-            mon.register_callback(self._tool, events.PY_RETURN, on_return)
-            mon.register_callback(self._tool, events.PY_YIELD, on_return)
 
     # -- sys.monitoring (3.12+) ------------------------------------------------------------
     def _start_monitoring(self) -> None:
@@ -532,7 +575,13 @@ class LineRecorder:
         self._tool = tool
         # local events fire on any thread that runs the cell's code: only this one's count
         self._thread = threading.get_ident()
-        self._install(raw=self._raw)
+        self._install()
+        handlers = self._handlers
+        mon.register_callback(tool, events.LINE, handlers.line)
+        mon.register_callback(tool, events.PY_START, handlers.start)
+        mon.register_callback(tool, events.PY_RESUME, handlers.start)
+        mon.register_callback(tool, events.PY_RETURN, handlers.end)
+        mon.register_callback(tool, events.PY_YIELD, handlers.end)
         wanted = (
             events.LINE | events.PY_START | events.PY_RESUME | events.PY_RETURN | events.PY_YIELD
         )
@@ -562,22 +611,14 @@ class LineRecorder:
     # -- sys.settrace (3.11) -------------------------------------------------------------
     def _start_settrace(self) -> None:
         wanted = {id(code) for code in self.codes}
-        self._install(raw=self._raw)
-        # (a trace function is per thread: no other thread's events come here)
-        handlers = self._settrace_handlers  # changed in place at the first fold
-
-        def local(frame: Any, event: str, arg: object) -> Any:
-            if event == "line":
-                handlers[0](frame.f_code, frame.f_lineno)
-            elif event == "return":
-                handlers[2](frame.f_code)
-            return local
+        self._install()  # (a trace function is per thread: no other thread's events come)
+        start, traced = self._handlers.start, self._handlers.traced
 
         def global_hook(frame: Any, event: str, arg: object) -> Any:
             # Frames of other code are never traced line by line: returning None is the cost cap.
             if event == "call" and id(frame.f_code) in wanted:
-                handlers[1](frame.f_code)
-                return local
+                start(frame.f_code)
+                return traced
             return None
 
         self._previous_trace = sys.gettrace()

@@ -14,6 +14,7 @@ import threading
 import time
 import tracemalloc
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -90,13 +91,19 @@ def test_walking_in_batches_gives_what_walking_at_once_gives(rows: list, size: i
 
 
 @settings(max_examples=300, deadline=None)
-@given(rows=event_rows, every=st.integers(1, 9), keep=st.booleans())
+@given(
+    rows=event_rows,
+    every=st.integers(1, 9),
+    keep=st.booleans(),
+    traced=st.booleans(),
+)
 def test_walking_each_event_as_it_comes_gives_what_walking_the_record_gives(
-    rows: list, every: int, keep: bool
+    rows: list, every: int, keep: bool, traced: bool
 ) -> None:
-    """The recorder walks each event in its callback (`event_handlers`); the figures must be
-    those of the recorded events walked afterwards, whatever the order of starts, returns
-    (some never sent: a frame left by an exception) and lines."""
+    """The recorder walks each event in its callback (`event_handlers`: `sys.monitoring`'s
+    callbacks, or a `sys.settrace` local trace function); the figures must be those of the
+    recorded events walked afterwards, whatever the order of starts, returns (some never
+    sent: a frame left by an exception) and lines."""
     codes = [compile("0", name, "eval") for name in ("<module>", "f", "g")]
     t, stamped = 0, []
     for step, kind, code, line in rows:
@@ -105,17 +112,20 @@ def test_walking_each_event_as_it_comes_gives_what_walking_the_record_gives(
     now = [0]
     ticks = [0]
     walker = TimelineWalker(0, keep)
-    on_line, on_start, on_return = timeline.event_handlers(
+    handlers = timeline.event_handlers(
         walker, lambda: now[0], every, lambda: ticks.__setitem__(0, ticks[0] + 1)
     )
     for stamp, kind, code, line in stamped:
         now[0] = stamp
-        if kind == LINE:
-            on_line(codes[code], line)
-        elif kind == START:
-            on_start(codes[code], 0)
+        if kind == START:
+            handlers.start(codes[code], 0)
+        elif traced:  # what a frame's local trace function is handed
+            frame = SimpleNamespace(f_code=codes[code], f_lineno=line)
+            handlers.traced(frame, "line" if kind == LINE else "return", None)
+        elif kind == LINE:
+            handlers.line(codes[code], line)
         else:
-            on_return(codes[code], 0, None)
+            handlers.end(codes[code], 0, None)
     live = walker.finish(t + 7)
     events = {
         "t": [r[0] for r in stamped],
