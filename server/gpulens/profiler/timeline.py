@@ -6,13 +6,14 @@ GPU records can be placed on them by time. Python >= 3.12 uses `sys.monitoring` 
 (no cost outside the cell's code); 3.11 falls back to `sys.settrace`, whose global hook runs
 on every Python call of the thread and costs more (the payload says so).
 
-Memory stays flat whatever the cell does: the callbacks only append to a short buffer, and
-each time it fills (`RAW_EVENTS_KEPT`), the events are folded into a `TimelineWalker` (hits
-and host time per line, and the segments that say which line ran when) and dropped. The
-segments are what GPU records are placed with, so they are kept too, but at most
-`SEGMENTS_KEPT`: past that, the backend is asked to place the calls it already has
-(`before_drop`) and the oldest half is dropped. So an interrupted cell has at most
-`RAW_EVENTS_KEPT` events left to walk before it can answer.
+Memory stays flat whatever the cell does: the callbacks walk each event as it comes
+(`event_handlers`: what `TimelineWalker.feed` does with recorded events) into hits and host
+time per line and the segments that say which line ran when; no event is kept, but the
+first `RAW_EVENTS_KEPT` of a short cell, for test fixtures. The segments are what GPU
+records are placed with, so they are kept, but at most `SEGMENTS_KEPT`: every
+`RAW_EVENTS_KEPT` events (a fold), past that, the backend is asked to place the calls it
+already has (`before_drop`) and the oldest half is dropped. An interrupted cell has nothing
+left to walk before it can answer.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from typing import Any, NamedTuple, TypedDict, final
 LINE, START, RETURN = 0, 1, 2
 # line number of a segment where the main thread ran none of the cell's lines
 OUTSIDE = 0
-# events buffered before they are folded into the walk (~165 B each while buffered)
+# events between two folds, and the raw events a short cell keeps for test fixtures
 RAW_EVENTS_KEPT = 65_536
 # segments kept for placing GPU records by time (12 B each); past that the oldest half goes
 SEGMENTS_KEPT = 1_000_000
