@@ -125,6 +125,25 @@ def test_small_pageable_copies_on_one_line(torch: Any) -> None:
     assert payload["unattributed"]["transfers"] == 0
 
 
+@needs_cupti
+def test_a_profile_after_the_backend_was_loaded_ahead_records_as_any(torch: Any) -> None:
+    """`%load_ext gpulens` loads CUPTI's library, tables and buffers on a thread before any
+    profile (`capture.preload`): nothing is enabled then, and the profile that follows
+    records every copy on its line."""
+    from gpulens.profiler.capture import preloading
+
+    preloading("cupti").join()
+    n, floats = 20, 256
+    host = [torch.ones(floats) for _ in range(n)]
+    capture, payload, lines = profile(
+        "preloaded", SMALL_COPIES, {"torch": torch, "host": host}, "cupti"
+    )
+    assert capture.backend == "cupti", capture.warnings
+    htod = lines[line_of(SMALL_COPIES, "# copies")]["transfers"]["htod"]
+    assert (htod["count"], htod["bytes"]) == (n, n * floats * 4)
+    assert payload["unattributed"]["transfers"] == 0
+
+
 BIG_COPIES = """
 d_big = big.to("cuda")  # pageable
 d_pin = pinned.to("cuda", non_blocking=True)  # pinned
