@@ -78,7 +78,7 @@ class FunctionResultsMixin:
     evaluator: Evaluator
     memo: FunctionMemo | None
     repaired: frozenset[int]  # lines whose parse is not their text
-    call_sites: dict[str, object]
+    call_sites: dict[str, CallSites]
     definitions: Definitions
     _recordings: list[Recording]
     _looked_up: dict[tuple[int, int], tuple[Scope, dict[str, tuple[object, Value | None]]]]
@@ -86,7 +86,7 @@ class FunctionResultsMixin:
     _file_key: tuple[object, ...] | None
 
     def walk_function(
-        self, function: Function, enclosing: Scope, is_method: bool, sites: object
+        self, function: Function, enclosing: Scope, is_method: bool, sites: CallSites | None
     ) -> None:
         raise NotImplementedError
 
@@ -171,7 +171,7 @@ class FunctionResultsMixin:
                 found = looked_up[name] = (fingerprint(value), value)
             scope_values.append(found[0])
             if name in called:
-                scope_values.append(self.returns_of(found[1]))  # type: ignore[arg-type]
+                scope_values.append(self.returns_of(found[1]))
         passed = None
         if sites is not None:
             passed = (

@@ -226,7 +226,9 @@ class Evaluator:
     def _array_of(self, *operands: ast.expr) -> Value | None:
         """Arithmetic and comparisons: on the GPU when an operand is."""
         found = self._gpu_among(operands)
-        return None if found is None else Value(Kind.GPU, found.lib, True, guessed=found.guessed)
+        if found is None:
+            return None
+        return Value(Kind.GPU, found.lib, exact=True, guessed=found.guessed)
 
     def _attribute(self, node: ast.Attribute) -> Value | None:
         dotted = dotted_name(node)
@@ -255,7 +257,7 @@ class Evaluator:
         if qualified is not None:
             known = self._library_call(node, qualified)
             if known is not ...:
-                return known
+                return known if isinstance(known, Value) else None
         if isinstance(func, ast.Attribute):
             if func.attr in fw.PLACING_METHODS and self.is_framework(func.value):
                 parts = self.placed_parts(node)

@@ -295,13 +295,13 @@ class _Walker(FunctionResultsMixin):
                 finally:
                     self.ctx.timers -= timer
             case ast.Try() | ast.TryStar():
-                before = self.evaluator.scope.snapshot()
+                entry = self.evaluator.scope.snapshot()
                 self.block(node.body)
                 self.block(node.orelse)
                 branches = [self.evaluator.scope.snapshot()]
                 for handler in node.handlers:
                     # a handler runs when the body failed, often before its bindings happened
-                    self.restore(before)
+                    self.restore(entry)
                     if handler.type is not None:
                         self.expression(handler.type)
                     if handler.name:
@@ -312,15 +312,15 @@ class _Walker(FunctionResultsMixin):
                 self.block(node.finalbody)
             case ast.Match(subject=subject, cases=cases):
                 self.expression(subject)
-                before = self.evaluator.scope.snapshot()
+                entry = self.evaluator.scope.snapshot()
                 branches = []
                 for case in cases:
-                    self.restore(before)
+                    self.restore(entry)
                     if case.guard is not None:
                         self.expression(case.guard)
                     self.block(case.body)
                     branches.append(self.evaluator.scope.snapshot())
-                self.join(before, *branches)
+                self.join(entry, *branches)
             case ast.Delete(targets=targets):
                 for target in targets:
                     if isinstance(target, ast.Name):
@@ -362,6 +362,7 @@ class _Walker(FunctionResultsMixin):
         iterates = self.iterated(node.iter)
         self.bind_loop_target(node.target, node.iter)
         targets = frozenset(n.id for n in ast.walk(node.target) if isinstance(n, ast.Name))
+        per_epoch, trains = self.loop_facts(node)
         loop = Loop(
             node,
             node.lineno - 1,
@@ -370,7 +371,8 @@ class _Walker(FunctionResultsMixin):
             statement=node,
             block=self.ctx.statements,
             whole_items=_whole_items(node.target, node.iter, self.ctx.function),
-            **self.loop_facts(node),
+            per_epoch=per_epoch,
+            trains=trains,
         )
         loop.guarded = leaves_loop(node.body)  # a body that ends in break runs once
         self.ctx.loops.append(loop)
@@ -384,6 +386,7 @@ class _Walker(FunctionResultsMixin):
 
     def while_loop(self, node: ast.While) -> None:
         before = self.evaluator.scope.snapshot()
+        per_epoch, trains = self.loop_facts(node)
         loop = Loop(
             node,
             node.lineno - 1,
@@ -391,7 +394,8 @@ class _Walker(FunctionResultsMixin):
             None,
             statement=node,
             block=self.ctx.statements,
-            **self.loop_facts(node),
+            per_epoch=per_epoch,
+            trains=trains,
         )
         loop.guarded = leaves_loop(node.body)
         self.ctx.loops.append(loop)
@@ -591,9 +595,9 @@ class _Walker(FunctionResultsMixin):
             case ast.Starred(value=inner):
                 self.bind_all(inner, element_of(self.evaluator.value(value)))
             case ast.Attribute():
-                name = dotted_name(target)
-                if name is not None:
-                    self.bind(name, self.evaluator.value(value))
+                dotted = dotted_name(target)
+                if dotted is not None:
+                    self.bind(dotted, self.evaluator.value(value))
             case ast.Subscript(value=container):
                 self.hold(container, self.evaluator.value(value))
 
@@ -636,9 +640,9 @@ class _Walker(FunctionResultsMixin):
 
     # -- loops --------------------------------------------------------------------------
 
-    def loop_facts(self, loop: ast.For | ast.AsyncFor | ast.While) -> dict[str, bool]:
-        """What a loop's body says of the loop: `per_epoch` (it holds a loop over a loader)
-        and `trains` (it takes a training step or draws the next batch)."""
+    def loop_facts(self, loop: ast.For | ast.AsyncFor | ast.While) -> tuple[bool, bool]:
+        """What a loop's body says of the loop: (`per_epoch`: it holds a loop over a loader,
+        `trains`: it takes a training step or draws the next batch)."""
         per_epoch = any(
             (found := self.iterated(inner.iter)) is not None and found.kind in _LOADER_KINDS
             for inner in flat_statements(loop.body)
@@ -646,7 +650,7 @@ class _Walker(FunctionResultsMixin):
         )
         # the text is quicker to search than the tree
         text = "".join(self.ctx.source.lines[loop.lineno - 1 : loop.end_lineno])
-        return {"per_epoch": per_epoch, "trains": bool(_TRAINS.search(text))}
+        return per_epoch, bool(_TRAINS.search(text))
 
     def iterated(self, node: ast.expr) -> Value | None:
         """What a loop iterates: a loader, a GPU array, or (None) something else."""
@@ -891,9 +895,9 @@ def _fed_to_a_model(function: Function) -> list[str]:
     grown = True
     while grown:  # what the fed names were computed from is fed too
         grown = False
-        for targets, value in assignments:
-            if targets & fed:
-                more = names_in(value) - fed
+        for bound, source in assignments:
+            if bound & fed:
+                more = names_in(source) - fed
                 if more:
                     fed |= more
                     grown = True

@@ -156,7 +156,7 @@ def check_sync_call(node: ast.Call, ctx: Context) -> None:
                 advice=": the CPU stops feeding the GPU. Accumulate on the device "
                 "(`total += loss.detach()`) and read once after the loop, or every N steps.",
                 subject=receiver,
-                fixes=_accumulate_fixes(node, func.value, receiver, loop, ctx),  # type: ignore[arg-type]
+                fixes=_accumulate_fixes(node, func.value, receiver, loop, ctx),
             )
             return
         if on_gpu and func.attr == "block_until_ready":
