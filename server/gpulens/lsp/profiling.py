@@ -11,6 +11,10 @@ keeps its lines to draw them as inlay hints. The subprocess, its stopping and ki
 `gpulens.profiler.runner.BackgroundProfile`'s: a server that exits (or is killed) mid-profile
 is not held up by it, and the subprocess ends with the server.
 
+A cell whose code (setup included) calls `init_process_group` runs as the ranks of one
+torchrun job (`gpulens.profile.ranks` of them, else one per GPU the server sees), each
+profiled and merged, as `gpulens profile --nproc-per-node N` does.
+
 Lenses: "Profile cell" above each `# %%` cell with code; none in a file without markers,
 because every module of a project would carry one and most are not scripts. The command works
 on any line of such a file all the same and then profiles the whole file (the code before the
@@ -36,6 +40,7 @@ import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import unquote
 
@@ -44,13 +49,14 @@ from pygls.exceptions import JsonRpcInvalidParams
 from pygls.uris import to_fs_path
 from pygls.workspace.position_codec import PositionCodec
 
+from gpulens.analysis.encoding import SourceDecodeError, decode_source
 from gpulens.analysis.source import source_lines
 from gpulens.lsp.convert import LineIndex
 from gpulens.lsp.documents import notebook_of, open_document
 from gpulens.lsp.settings import plain
 from gpulens.lsp.text_documents import LspTextDocument
 from gpulens.lsp.trust import UNTRUSTED_LENS, UNTRUSTED_PROFILE, may_profile
-from gpulens.profiler.cells import Cell, cell_at_line, split_cells
+from gpulens.profiler.cells import Cell, cell_at_line, sets_up_process_group, split_cells
 from gpulens.profiler.display import annotate
 from gpulens.profiler.report import failed_payload
 from gpulens.profiler.runner import BackgroundProfile
@@ -182,6 +188,7 @@ class ProfileRequest:
     python: str | None
     timeout_s: float | None
     label: str  # "cell 2 of train.py", for the progress title
+    ranks: int | None = None  # run as the ranks of one torchrun job
 
     def start(self) -> BackgroundProfile:
         return BackgroundProfile(
@@ -191,6 +198,7 @@ class ProfileRequest:
             python=self.python,
             timeout=self.timeout_s,
             cwd=os.path.dirname(os.path.abspath(self.path)),
+            nproc_per_node=self.ranks,
         )
 
 
@@ -323,7 +331,12 @@ async def run_profile_command(ls: Any, uri: str, line: int) -> dict[str, Any]:
         settings = ls.settings.editor
         python = settings.profile_python and os.path.expanduser(settings.profile_python)
         label = cell_label(split_cells(text), line, name) if text is not None else name
-        request = ProfileRequest(path, text, line, python, settings.profile_timeout_seconds, label)
+        ranks = await _ranks_for(ls, path, text, line)
+        if ranks is not None:
+            label = f"{label} as {ranks} rank{'s' if ranks > 1 else ''}"
+        request = ProfileRequest(
+            path, text, line, python, settings.profile_timeout_seconds, label, ranks
+        )
         payload = await _profile(ls, request)
         if text is not None:
             _keep(ls, uri, text, payload)
@@ -339,6 +352,25 @@ _MESSAGE_TYPES = {
     "warning": types.MessageType.Warning,
     "error": types.MessageType.Error,
 }
+
+
+async def _ranks_for(ls: Any, path: str, text: str | None, line: int) -> int | None:
+    """How many ranks the cell runs as: None for a plain cell; for one whose setup calls
+    `init_process_group`, `gpulens.profile.ranks`, else one per GPU the server sees (at
+    least one), as `torchrun --nproc-per-node gpu` would start."""
+    if text is None:
+        try:
+            text = decode_source(Path(path).read_bytes(), path).text
+        except (OSError, SourceDecodeError):
+            return None  # the runner says why it cannot read it
+    if not sets_up_process_group(text, line + 1):
+        return None
+    chosen: int | None = ls.settings.editor.profile_ranks
+    if chosen is not None:
+        return chosen
+    loop = asyncio.get_running_loop()
+    status = await loop.run_in_executor(None, ls.status.source.snapshot)
+    return max(1, sum(1 for gpu in status.get("gpus") or [] if gpu.get("visible")))
 
 
 async def _profile(ls: Any, request: ProfileRequest) -> dict[str, Any]:
