@@ -1,4 +1,4 @@
-"""The ranks of a distributed job, merged into one `gpulens.profile/2` payload. Pure.
+"""The ranks of a distributed job, merged into one `gpulens.profile/2.1` payload. Pure.
 
 Each rank's payload is made where it ran (`child.py`, one per rank); this adds them up line
 by line: a merged line's figures (hits, host time, each record kind) are the job's totals, and

@@ -5,7 +5,7 @@ so the user's interpreter needs only its own packages. It starts with a safe imp
 (`-P`: nothing is imported from the working directory) in its own process group, and gets
 its job and gives back its payload through pipes: nothing is written to disk.
 
-Whatever the cell does, the caller gets a `gpulens.profile/2` payload. On a timeout or a
+Whatever the cell does, the caller gets a `gpulens.profile/2.1` payload. On a timeout or a
 stop request (`StopRequest`: the CLI forwards SIGINT, SIGTERM and SIGHUP there; the language
 server interrupts or kills a `BackgroundProfile`) the child is interrupted (SIGINT, so the
 lines that ran are still reported), then killed with its process group if it does not stop

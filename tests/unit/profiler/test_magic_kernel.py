@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 
+from gpulens.profiler.schema import SCHEMA
+
 jupyter_client = pytest.importorskip("jupyter_client")
 pytest.importorskip("ipykernel")
 
@@ -76,7 +78,7 @@ def test_magic_profiles_a_cell_with_the_kernel_state(kernel: Any) -> None:
     (data,) = bundles
     assert set(data) >= {MIME, "text/html", "text/plain"}
     payload = data[MIME]
-    assert payload["schema"] == "gpulens.profile/2"
+    assert payload["schema"] == SCHEMA
     assert payload["source"]["first_line"] == 2  # cell line 1 is the magic itself
     lines = {line["line"]: line for line in payload["lines"]}
     assert lines[3]["hits"] == 4  # f's body, once per call
