@@ -328,28 +328,25 @@ def notes(payload: dict[str, Any]) -> list[str]:
 
 
 # -- the table ----------------------------------------------------------------------------------
-def _gpu_work(line: PayloadLine) -> str:
-    return "\n".join(part for kind in schema.RECORD_KINDS for part in kind.cell(line))
+def _gpu_work(line: PayloadLine, context: LineContext) -> str:
+    """The GPU work cell, a row per part: each kind's, then the line's memory, then the
+    GPU's idle share where it sat idle most of the line."""
+    parts = [part for kind in schema.RECORD_KINDS for part in kind.cell(line)]
+    parts += memory_display.cell(line, context.peaks.get(line.get("line", 0), []))
+    idle = idle_display.label_part(line, context.cell_s) if context.used_gpu else None
+    if idle:
+        parts.append(idle)
+    return "\n".join(parts)
 
 
-def _memory_cell(line: PayloadLine, context: LineContext) -> str:
-    return memory_display.cell(line, context.peaks.get(line.get("line", 0), []))
-
-
-def _idle_cell(line: PayloadLine, context: LineContext) -> str:
-    return idle_display.cell(line, context.cell_s) if context.used_gpu else ""
-
-
-# (title, alignment, cell of a payload line in its cell's context, the legend where the
-# column is shown) of every column between Line and Source
-_COLUMNS: tuple[tuple[str, str, Any, str], ...] = (
-    ("Hits", "right", lambda line, _: str(line.get("hits", 0)), ""),
-    ("Host", "right", lambda line, _: short_seconds(line.get("host_s", 0)), ""),
-    ("GPU work", "left", lambda line, _: _gpu_work(line), ""),
-    ("Memory", "right", _memory_cell, memory_display.LEGEND),
-    ("Idle", "right", _idle_cell, idle_display.LEGEND),
+# (title, alignment, cell of a payload line in its cell's context) of every column between
+# Line and Source
+_COLUMNS: tuple[tuple[str, str, Any], ...] = (
+    ("Hits", "right", lambda line, _: str(line.get("hits", 0))),
+    ("Host", "right", lambda line, _: short_seconds(line.get("host_s", 0))),
+    ("GPU work", "left", _gpu_work),
     # empty, so left out, but for a job of several ranks
-    ("Ranks", "left", lambda line, _: spread_cell(line), ""),
+    ("Ranks", "left", lambda line, _: spread_cell(line)),
 )
 
 
@@ -367,7 +364,7 @@ def table(payload: dict[str, Any]) -> dict[str, Any]:
         numbered = [(n, "") for n in sorted(by_line)]
     context = LineContext.of(payload)
     cells = {
-        n: [cell(by_line[n], context) if n in by_line else "" for _, _, cell, _ in _COLUMNS]
+        n: [cell(by_line[n], context) if n in by_line else "" for _, _, cell in _COLUMNS]
         for n, _ in numbered
     }
     kept = [i for i in range(len(_COLUMNS)) if any(row[i] for row in cells.values())]
@@ -376,7 +373,14 @@ def table(payload: dict[str, Any]) -> dict[str, Any]:
         kind.legend
         for kind in schema.RECORD_KINDS
         if kind.legend and any(kind.cell(line) for line in by_line.values())
-    ] + [_COLUMNS[i][3] for i in kept if _COLUMNS[i][3]]
+    ]
+    peaks = context.peaks
+    if any(memory_display.cell(line, peaks.get(n, [])) for n, line in by_line.items()):
+        shown.append(memory_display.LEGEND)
+    if context.used_gpu and any(
+        idle_display.label_part(line, context.cell_s) for line in by_line.values()
+    ):
+        shown.append(idle_display.LEGEND)
     return {
         "columns": [{"title": "Line", "align": "right"}]
         + [{"title": _COLUMNS[i][0], "align": _COLUMNS[i][1]} for i in kept]

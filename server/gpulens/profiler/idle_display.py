@@ -12,12 +12,12 @@ from typing import Any
 from gpulens.profiler.schema import PayloadLine
 from gpulens.profiler.units import short_seconds
 
-# a line's idle share is shown in the table where its own time is at least this share of
-# the cell's (the rest is too short to read), and in its label where the GPU sat idle at
-# least IDLE_LABEL_SHARE of it as well
+# a line's idle share is shown (its label, its row in the table) where its own time is at
+# least this share of the cell's (the rest is too short to read) and the GPU sat idle at
+# least IDLE_LABEL_SHARE of it; the hover always has it
 IDLE_SHOWN_SHARE = 0.01
 IDLE_LABEL_SHARE = 0.5
-LEGEND = "Idle: the share of the line's own time the GPU had no work"
+LEGEND = "GPU idle: the share of the line's own time the GPU had no work"
 
 
 def used_gpu(payload: dict[str, Any]) -> bool:
@@ -38,19 +38,13 @@ def idle_share(line: PayloadLine) -> float | None:
     return min(1.0, max(0.0, idle / own))
 
 
-def _shown(line: PayloadLine, total: float) -> float | None:
+def label_part(line: PayloadLine, total: float) -> str | None:
+    """ "GPU idle 94%" where the GPU sat idle most of a line that took a part of the cell:
+    the label's part and the line's row in the table."""
     share = idle_share(line)
     if share is None or total <= 0 or float(line.get("own_s") or 0) < IDLE_SHOWN_SHARE * total:
         return None
-    return share
-
-
-def label_part(line: PayloadLine, total: float) -> str | None:
-    """ "GPU idle 94%" where the GPU sat idle most of a line that took a part of the cell."""
-    share = _shown(line, total)
-    if share is None or share < IDLE_LABEL_SHARE:
-        return None
-    return f"GPU idle {share:.0%}"
+    return f"GPU idle {share:.0%}" if share >= IDLE_LABEL_SHARE else None
 
 
 def hover_row(line: PayloadLine) -> str | None:
@@ -62,12 +56,6 @@ def hover_row(line: PayloadLine) -> str | None:
         f"{short_seconds(line.get('own_s') or 0)} the host spent on this line itself "
         f"({share:.0%})"
     )
-
-
-def cell(line: PayloadLine, total: float) -> str:
-    """The table's Idle cell: "94%"."""
-    share = _shown(line, total)
-    return "" if share is None else f"{share:.0%}"
 
 
 def header_part(payload: dict[str, Any]) -> str | None:

@@ -21,10 +21,6 @@ from typing import Any, TypedDict
 
 from gpulens.profiler.timeline import Segments, line_at
 
-# a record and the call it names by correlation id agree when the record's time falls
-# within the call (CUPTI stamps an allocation with its call's start) or this close to it
-CALL_SLACK_NS = 1_000
-
 
 @dataclass(frozen=True)
 class MemoryView:
@@ -93,7 +89,9 @@ def attribute_memory(
         for corr, at in zip(corrs, starts, strict=True):
             inside = start <= at <= end
             span = spans.get(corr)
-            if span is not None and span[0] - CALL_SLACK_NS <= at <= span[1] + CALL_SLACK_NS:
+            # a record and the call it names agree when the record's time falls within the
+            # call (CUPTI stamps an allocation inside it); else the id is not that call's
+            if span is not None and span[0] <= at <= span[1]:
                 line = call_lines.get(corr) if inside else None
             elif inside and at >= retained_from:
                 line = line_at(segments, at) or None

@@ -21,8 +21,8 @@ _VIEWS = {
 }
 PEAK_MARK = "▲"
 LEGEND = (
-    "Memory: GPU memory the line allocated less what it freed (torch's allocator; the "
-    f"driver's where torch's is not recorded), {PEAK_MARK} the line that reached the cell's peak"
+    "mem: GPU memory the line allocated less what it freed (torch's allocator; reserved: the "
+    f"driver's), {PEAK_MARK} peak: the most held at once, first reached on that line"
 )
 
 
@@ -56,6 +56,9 @@ def _peak_size(peak: dict[str, Any]) -> str:
 
 
 def _on_device(peak: dict[str, Any], several: bool) -> str:
+    """Where a peak was: named where the cell used several GPUs (or ranks)."""
+    if peak.get("rank") is not None:
+        return f" on rank {peak['rank']} (GPU {peak.get('device')})"
     return f" on GPU {peak.get('device')}" if several else ""
 
 
@@ -107,18 +110,13 @@ def hover_rows(
     return rows
 
 
-def cell(line: PayloadLine, peaks: list[tuple[str, dict[str, Any]]]) -> str:
-    """The table's Memory cell: "+1.1 GB ▲"."""
-    memory = line.get("memory")
-    view = shown_view(memory)
-    if view is None or not isinstance(memory, dict):
-        return ""
-    tally = memory[view]
-    peaked = any(shown == view for shown, _ in peaks)
-    if not (tally.get("alloc") or tally.get("free") or peaked):
-        return ""
-    text = signed_bytes(tally.get("net", 0))
-    return f"{text} {PEAK_MARK}" if peaked else text
+def cell(line: PayloadLine, peaks: list[tuple[str, dict[str, Any]]]) -> list[str]:
+    """Its rows of the table's GPU work cell: the label's parts, one a row ("+1.0 GiB mem",
+    "▲ peak 1.0 GiB"), so the column stays as narrow as the GPU work's own rows."""
+    return [
+        f"{PEAK_MARK} {part}" if part.startswith("peak ") else part
+        for part in label_parts(line, peaks)
+    ]
 
 
 def several_devices(payload: dict[str, Any]) -> bool:

@@ -159,3 +159,15 @@ def test_the_header_names_the_cell_by_its_place_or_by_its_run(kernel: Any) -> No
     msg_id = kernel.execute("%%gpulens --cell 0\nx = 3")
     status, _, _, reply = execute_reply(kernel, msg_id)
     assert status == "error" and reply["ename"] == "UsageError" and "--cell" in reply["evalue"]
+
+
+def test_no_memory_is_an_option_of_the_magic(kernel: Any) -> None:
+    """`--no-memory` profiles the cell without recording GPU memory; the usage names it."""
+    execute(kernel, "%load_ext gpulens")
+    status, bundles, _ = execute(kernel, "%%gpulens --backend host --no-memory\nx = 5")
+    assert status == "ok"
+    payload = bundles[0][MIME]
+    assert payload["peak"] is None and payload["lines"][0]["memory"] is None
+    msg_id = kernel.execute("%%gpulens --memory\nx = 6")
+    status, _, _, reply = execute_reply(kernel, msg_id)
+    assert status == "error" and "--no-memory" in reply["evalue"]

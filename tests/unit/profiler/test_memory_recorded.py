@@ -196,20 +196,21 @@ def test_memory_reaches_the_label_hover_table_and_notes(probe: dict[str, Any]) -
         "- GPU memory (the driver): 0 B reserved · 2.0 MiB released · net −2.0 MiB"
         in (lines[EMPTY_CACHE]["hover"])
     )
+    # in the table, under the line's GPU work: its memory, and the peak on a row of its own
     table = payload["display"]["table"]
     assert [column["title"] for column in table["columns"]] == [
         "Line",
         "Hits",
         "Host",
-        "Memory",
+        "GPU work",
         "Source",
     ]
     memory = {row["line"]: row["cells"][3] for row in table["rows"]}
     assert memory == {
-        EMPTY: "+1.0 GiB",
-        ONES: "+3.8 MiB ▲",
-        DEL: "−1.0 GiB",
-        LOOP: "+32 MiB",
+        EMPTY: "+1.0 GiB mem",
+        ONES: "+3.8 MiB mem\n▲ peak 1.0 GiB",
+        DEL: "−1.0 GiB mem",
+        LOOP: "+32 MiB mem",
         EMPTY_CACHE: "",  # torch's allocator did nothing there (the driver's view did)
     }
     assert "peak 1.0 GiB at line 2" in payload["display"]["header"]
@@ -221,8 +222,8 @@ def test_memory_reaches_the_label_hover_table_and_notes(probe: dict[str, Any]) -
         "GPU memory (the driver): reserved memory rose by at most 1.1 GiB at line 4"
         in payload["display"]["notes"]
     )
-    report = render_text(payload)
-    assert "▲ the line that reached the cell's peak" in report
+    assert "▲ peak: the most held at once, first reached on that line" in table["legend"]
+    assert "▲ peak 1.0 GiB" in render_text(payload)
 
 
 def test_bytes_held_before_come_from_what_is_held_at_the_end(probe: dict[str, Any]) -> None:

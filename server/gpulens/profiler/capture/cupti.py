@@ -295,6 +295,7 @@ class CuptiSession:
         self._placed: dict[int, tuple[int, int]] = {}
         self._buffers_placed = 0
         self.memory = memory
+        self._memory_on = False  # CUPTI's memory records enabled in this profile
         self._history = AllocatorHistory(self.clock, self.warnings) if memory else None
 
     # -- lifecycle -----------------------------------------------------------------------
@@ -324,6 +325,7 @@ class CuptiSession:
             for kind in self.tables.kinds[family]:
                 cupti.activity_enable(kind)
                 self._enabled.append(kind)
+        self._memory_on = False
         if self.memory:
             for kind in self.tables.kinds["memory"]:
                 try:
@@ -332,6 +334,7 @@ class CuptiSession:
                     self.warnings.append(f"CUPTI's memory records are unavailable ({error})")
                     continue
                 self._enabled.append(kind)
+                self._memory_on = True
         if self._history is not None:
             self._history.begin()
         # Records of the calls that neither make nor wait for GPU work are dropped in
@@ -381,6 +384,10 @@ class CuptiSession:
         released = time.perf_counter()
         records = decode_buffers(buffers, self)
         records["main_tid"] = self.main_tid
+        if self._memory_on:  # recorded, so a cell that allocated nothing says so
+            records.setdefault(
+                "driver_memory", {"corr": [], "start": [], "bytes": [], "device": []}
+            )
         if self._placed:
             records["placed"] = placed_columns(self._placed)
         decoded = time.perf_counter()

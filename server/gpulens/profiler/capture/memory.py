@@ -153,9 +153,19 @@ class AllocatorHistory:
         else:
             self._armed = True
             try:
-                torch.cuda._lazy_call(lambda: self._start(torch) if self._armed else None)
+                torch.cuda._lazy_call(lambda: self._start_queued(torch))
             except (AttributeError, RuntimeError, TypeError):
                 self._armed, self._waited = False, True
+
+    def _start_queued(self, torch: Any) -> None:
+        """Run by torch as it initializes CUDA: must not raise (torch would fail the cell's
+        first CUDA call), and does nothing once the profile is over."""
+        if not self._armed:
+            return
+        try:
+            self._start(torch)
+        except Exception as error:
+            self.warnings.append(f"torch's allocator history could not start ({error})")
 
     def _start(self, torch: Any) -> None:
         self._armed = False
@@ -165,10 +175,14 @@ class AllocatorHistory:
                 return
         except (AttributeError, RuntimeError):
             return
-        # the session's clock against Unix time, read together (CUPTI's is its own)
-        before = time.time_ns()
-        now = self.clock()
-        self._offset = now - (before + time.time_ns()) // 2
+        # the session's clock against Unix time (the history's), read together; the same
+        # clock (the torch backend's) needs no offset
+        if self.clock is time.time_ns:
+            now, self._offset = time.time_ns(), 0
+        else:
+            before = time.time_ns()
+            now = self.clock()
+            self._offset = now - (before + time.time_ns()) // 2
         self._began = now
         try:
             _record(torch, enabled="all")
@@ -228,7 +242,7 @@ def _record(torch: Any, enabled: str | None) -> None:
         options["skip_actions"] = _SKIPPED
     try:
         record(enabled=enabled, **options)
-    except (TypeError, RuntimeError):  # a torch that knows fewer actions to skip
+    except (TypeError, RuntimeError, ValueError):  # a torch that knows fewer actions to skip
         options.pop("skip_actions", None)
         record(enabled=enabled, **options)
 
