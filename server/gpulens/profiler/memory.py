@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypedDict
 
-from gpulens.profiler.timeline import Segments, line_at
+from gpulens.profiler.timeline import OUTSIDE, Segments
 
 
 @dataclass(frozen=True)
@@ -84,9 +84,14 @@ def attribute_memory(
         devices: Sequence[int] = family.get("device", ())
         corrs: Sequence[int] = family.get("corr") or [0] * len(starts)
         spans = _call_spans(records.get("api") or {}, {c for c in corrs if c})
-        lines: list[int | None] = []
+        # in time order: the segments are walked once, and the peaks need that order
+        order = sorted(range(len(starts)), key=starts.__getitem__)
+        times, on_line = segments["t"], segments["line"]
+        passed = 0  # segments that began at or before the current record
+        lines: list[int | None] = [None] * len(starts)
         unplaced = 0
-        for corr, at in zip(corrs, starts, strict=True):
+        for i in order:
+            corr, at = corrs[i], starts[i]
             inside = start <= at <= end
             span = spans.get(corr)
             # a record and the call it names agree when the record's time falls within the
@@ -94,27 +99,28 @@ def attribute_memory(
             if span is not None and span[0] <= at <= span[1]:
                 line = call_lines.get(corr) if inside else None
             elif inside and at >= retained_from:
-                line = line_at(segments, at) or None
+                while passed < len(times) and times[passed] <= at:
+                    passed += 1
+                line = (on_line[passed - 1] if passed else OUTSIDE) or None
             else:
                 line = None
             if inside and line is None:
                 unplaced += 1
-            lines.append(line)
+            lines[i] = line
             if line is not None:
                 tally = (
                     found["lines"]
                     .setdefault(line, {})
                     .setdefault(view.key, {"alloc": 0, "free": 0})
                 )
-                size = sizes[len(lines) - 1]
-                tally["alloc" if size > 0 else "free"] += abs(size)
+                tally["alloc" if sizes[i] > 0 else "free"] += abs(sizes[i])
         found["unplaced"][view.key] = unplaced
         held_before: dict[int, int] | None = None
         if view.before is not None:
             before = records.get(view.before) or {}
             held_before = dict(zip(before.get("device", ()), before.get("bytes", ()), strict=True))
         found["peaks"][view.key] = _peaks(
-            starts, sizes, devices, lines, held_before=held_before, start=start, end=end
+            order, starts, sizes, devices, lines, held_before=held_before, start=start, end=end
         )
     # a line that touched one view holds the others' zeros: each view reads the same
     for views in found["lines"].values():
@@ -124,6 +130,7 @@ def attribute_memory(
 
 
 def _peaks(
+    order: Sequence[int],
     starts: Sequence[int],
     sizes: Sequence[int],
     devices: Sequence[int],
@@ -134,8 +141,8 @@ def _peaks(
     end: int,
 ) -> list[Peak]:
     """Per device: the most held at once between `start` and `end`, and the line whose
-    record reached it first (records before `start` only set what was held then)."""
-    order = sorted(range(len(starts)), key=lambda i: starts[i])
+    record reached it first (records before `start` only set what was held then); `order`:
+    the records' indexes in time order."""
     known = held_before is not None
     held: dict[int, int] = dict(held_before or {})
     at_start: dict[int, int] = {}
