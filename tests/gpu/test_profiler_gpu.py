@@ -511,7 +511,7 @@ def test_a_gib_allocated_and_freed_on_their_lines(torch: Any, backend: str) -> N
 
 
 PEAK = """
-keep = torch.empty(2**26, device="cuda")  # keep
+keep = torch.zeros(2**26, device="cuda")  # keep
 for i in range(3):
     big = torch.empty(2**27 * (i + 1), device="cuda")  # big
     del big  # drop
@@ -520,8 +520,9 @@ for i in range(3):
 
 @needs_cupti
 def test_the_peak_inside_a_loop_is_named_on_its_line_with_its_bytes(torch: Any) -> None:
-    """256 MiB kept, then 512 MiB, 1 GiB and 1.5 GiB made and dropped in turn: the peak is
-    what was held before the cell + 256 MiB + 1.5 GiB, reached on the `big` line."""
+    """256 MiB kept (zeroed: GPU work, so its recording has a heat scale), then 512 MiB,
+    1 GiB and 1.5 GiB made and dropped in turn: the peak is what was held before the cell
+    + 256 MiB + 1.5 GiB, reached on the `big` line."""
     torch.cuda.synchronize()
     before = requested_bytes(torch)
     _, payload, lines = profile("memory_peak_loop", PEAK, {"torch": torch})

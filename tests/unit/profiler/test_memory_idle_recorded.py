@@ -5,7 +5,7 @@ GPULENS_FIXTURE_DIR set). What each must show is known from its source:
 - memory_lines (cupti) and memory_lines_torch: `torch.empty(2**28)` is +1 GiB allocated on
   its line, `del x` -1 GiB; with the cache emptied first the driver hands out that GiB on
   the first line and takes it back on `empty_cache` (CUPTI's view, cupti backend only)
-- memory_peak_loop: 256 MiB kept, then 512 MiB, 1 GiB, 1.5 GiB made and dropped in a loop:
+- memory_peak_loop: 256 MiB kept (zeroed), then 512 MiB, 1 GiB, 1.5 GiB made and dropped in a loop:
   the peak is 1.75 GiB over the cell's start, on the loop's `big` line
 - idle_sleep_loop: a tiny kernel then 5 ms of sleep, 20 times: the GPU idle nearly all the
   loop, and the loop's hint says so
