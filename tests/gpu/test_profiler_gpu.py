@@ -22,6 +22,7 @@ import pytest
 from gpulens.profiler.attribution import attribute_records
 from gpulens.profiler.capture import profile_code
 from gpulens.profiler.report import build_payload
+from gpulens.profiler.units import memory_bytes
 
 HAS_GPU = importlib.util.find_spec("torch") is not None and shutil.which("nvidia-smi") is not None
 HAS_CUPTI = importlib.util.find_spec("cupti") is not None
@@ -461,3 +462,189 @@ def test_a_long_python_loop_keeps_memory_flat_and_its_launches_on_their_line(
     assert payload["unattributed"]["kernels"] == 0
     assert lines[line_of(LONG_LOOP, "total += i")]["hits"] == steps
     assert grew_mb <= 50
+
+
+# -- GPU memory per line, and the GPU's idle time -------------------------------------------------
+MEMORY = """
+x = torch.empty(2**28, device="cuda")  # alloc
+x.fill_(1.0)  # fill
+del x  # free
+torch.cuda.empty_cache()  # release
+"""
+GiB = 2**30
+
+
+def requested_bytes(torch: Any) -> int:
+    """Bytes torch's allocator holds for tensors now, as requested (what the history counts)."""
+    return int(torch.cuda.memory_stats()["requested_bytes.all.current"])
+
+
+@needs_cupti
+@pytest.mark.parametrize("backend", ["cupti", "torch"])
+def test_a_gib_allocated_and_freed_on_their_lines(torch: Any, backend: str) -> None:
+    """2**28 floats are 1 GiB for torch's allocator on the line that makes them and -1 GiB on
+    the `del`; with the cache emptied first, the driver hands out that GiB on the first line
+    and takes it back on `empty_cache` (CUPTI's memory records: the cupti backend only)."""
+    torch.cuda.synchronize()
+    torch.cuda.empty_cache()
+    name = "memory_lines" if backend == "cupti" else f"memory_lines_{backend}"
+    capture, payload, lines = profile(name, MEMORY, {"torch": torch}, backend)
+    assert capture.backend == backend, capture.warnings
+    alloc = lines[line_of(MEMORY, "# alloc")]["memory"]
+    free = lines[line_of(MEMORY, "# free")]["memory"]
+    fill = lines[line_of(MEMORY, "# fill")]["memory"]
+    assert alloc["allocated"] == {"alloc": GiB, "free": 0, "net": GiB}
+    assert free["allocated"] == {"alloc": 0, "free": GiB, "net": -GiB}
+    assert fill["allocated"] == {"alloc": 0, "free": 0, "net": 0}
+    assert "+1.0 GiB mem" in lines[line_of(MEMORY, "# alloc")]["label"]
+    assert "−1.0 GiB mem" in lines[line_of(MEMORY, "# free")]["label"]
+    peak = payload["peak"]["allocated"]
+    assert [(p["line"], p["rise"]) for p in peak] == [(line_of(MEMORY, "# alloc"), GiB)]
+    if backend == "cupti":
+        release = lines[line_of(MEMORY, "# release")]["memory"]
+        assert alloc["reserved"] == {"alloc": GiB, "free": 0, "net": GiB}
+        assert free["reserved"] == {"alloc": 0, "free": 0, "net": 0}  # torch keeps it cached
+        assert release["reserved"] == {"alloc": 0, "free": GiB, "net": -GiB}
+    else:
+        assert "reserved" not in alloc  # torch.profiler gives no driver view
+    assert not any("memory record" in w for w in payload["warnings"]), payload["warnings"]
+
+
+PEAK = """
+keep = torch.zeros(2**26, device="cuda")  # keep
+for i in range(3):
+    big = torch.empty(2**27 * (i + 1), device="cuda")  # big
+    del big  # drop
+"""
+
+
+@needs_cupti
+def test_the_peak_inside_a_loop_is_named_on_its_line_with_its_bytes(torch: Any) -> None:
+    """256 MiB kept (zeroed: GPU work, so its recording has a heat scale), then 512 MiB,
+    1 GiB and 1.5 GiB made and dropped in turn: the peak is what was held before the cell
+    + 256 MiB + 1.5 GiB, reached on the `big` line."""
+    torch.cuda.synchronize()
+    before = requested_bytes(torch)
+    _, payload, lines = profile("memory_peak_loop", PEAK, {"torch": torch})
+    peak = payload["peak"]["allocated"]
+    assert len(peak) == 1
+    assert peak[0]["line"] == line_of(PEAK, "# big")
+    assert peak[0]["bytes"] == before + 2**28 + 3 * 2**29
+    assert peak[0]["rise"] == 2**28 + 3 * 2**29
+    big = lines[line_of(PEAK, "# big")]["memory"]["allocated"]
+    assert big == {"alloc": 6 * 2**29, "free": 0, "net": 6 * 2**29}
+    assert lines[line_of(PEAK, "# drop")]["memory"]["allocated"]["net"] == -6 * 2**29
+    assert f"peak {memory_bytes(peak[0]['bytes'])}" in lines[line_of(PEAK, "# big")]["label"]
+    table = payload["display"]["table"]
+    column = [c["title"] for c in table["columns"]].index("GPU work")
+    marked = [row["line"] for row in table["rows"] if "▲ peak" in row["cells"][column]]
+    assert marked == [line_of(PEAK, "# big")]
+    assert f"at line {line_of(PEAK, '# big')}" in payload["display"]["header"]
+
+
+IDLE = """
+for step in range(steps):
+    y = x * 2  # tiny
+    time.sleep(0.005)  # sleep
+torch.cuda.synchronize()
+"""
+
+
+@needs_cupti
+def test_a_loop_of_tiny_kernels_and_sleeps_leaves_the_gpu_idle(torch: Any) -> None:
+    """20 kernels of a few µs, 5 ms of sleep after each: the GPU sits idle nearly all of
+    the loop, and the loop's line says so."""
+    import time
+
+    namespace = {"torch": torch, "time": time, "x": torch.ones(1000, device="cuda"), "steps": 20}
+    exec("y = x * 2", namespace)  # the kernel loaded before the profile
+    _, payload, lines = profile("idle_sleep_loop", IDLE, namespace)
+    sleep = lines[line_of(IDLE, "# sleep")]
+    assert sleep["own_s"] >= 20 * 0.005
+    assert sleep["gpu_idle_s"] >= 0.99 * sleep["own_s"]
+    assert payload["gpu_busy"]["share"] < 0.01
+    loop = lines[line_of(IDLE, "for step")]
+    hint = next(h for h in loop["hints"] if h["code"] == "gpu-idle")
+    assert hint["message"].split(" of this loop")[0] in (
+        "the GPU was idle 99%",
+        "the GPU was idle 100%",
+    )
+    assert "GPU idle 99%" in sleep["label"] or "GPU idle 100%" in sleep["label"]
+
+
+BUSY = """
+for _ in range(20):
+    c = a @ b  # matmul
+torch.cuda.synchronize()  # wait
+"""
+
+
+@needs_cupti
+def test_a_compute_bound_loop_keeps_the_gpu_busy(torch: Any) -> None:
+    """20 bf16 8192^3 matmuls (about 1.4 ms each on an H200) queued at once: the host waits
+    while the GPU works, and the GPU is idle only before the first one starts."""
+    a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+    namespace = {"a": a, "b": a.clone(), "torch": torch}
+    exec("c = a @ b; torch.cuda.synchronize()", namespace)  # cuBLAS warm
+    _, payload, lines = profile("idle_compute_bound", BUSY, namespace)
+    assert payload["gpu_busy"]["share"] >= 0.95
+    own = sum(line["own_s"] for line in payload["lines"])
+    idle = sum(line["gpu_idle_s"] for line in payload["lines"])
+    assert idle <= 0.02 * own, (idle, own)
+    wait = lines[line_of(BUSY, "# wait")]
+    assert wait["gpu_idle_s"] <= 0.01 * wait["own_s"]
+    assert not any(h["code"] == "gpu-idle" for line in payload["lines"] for h in line["hints"])
+
+
+def profile_cli(tmp_path: Any, source: str, *flags: str) -> dict[str, Any]:
+    """`gpulens profile FILE --format json` of `source`, in a subprocess as a user runs it."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "memory_cli.py"
+    script.write_text(textwrap.dedent(source))
+    out = tmp_path / "payload.json"
+    command = [sys.executable, "-m", "gpulens", "profile", str(script), "--format", "json"]
+    done = subprocess.run(
+        [*command, "-o", str(out), "--timeout", "120", *flags],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    payload: dict[str, Any] = json.loads(out.read_text())
+    return payload
+
+
+def memory_of(payload: dict[str, Any], marker: str) -> Any:
+    first = payload["source"]["first_line"]
+    return next(
+        line["memory"]
+        for line in payload["lines"]
+        if marker in payload["code"][line["line"] - first]
+    )
+
+
+@needs_cupti
+def test_memory_per_line_through_the_cli_and_its_switch(tmp_path: Any) -> None:
+    """torch set up in the cell before: both views; torch imported but CUDA not used yet:
+    torch's view starts when CUDA does; `--no-memory`: none; torch imported by the profiled
+    code itself: the driver's view, and a note saying why torch's is missing."""
+    cells = """
+    import torch
+    {setup}
+    # %%
+    y = torch.empty(2**20, device="cuda")  # alloc
+    """
+    ready = profile_cli(tmp_path, cells.format(setup="torch.ones(1, device='cuda')"), "--cell", "1")
+    assert ready["backend"] == "cupti", ready["warnings"]
+    assert memory_of(ready, "# alloc")["allocated"]["net"] == 4 * 2**20
+    assert "reserved" in memory_of(ready, "# alloc")
+    lazy = profile_cli(tmp_path, cells.format(setup=""), "--cell", "1")
+    assert memory_of(lazy, "# alloc")["allocated"]["net"] == 4 * 2**20
+    off = profile_cli(tmp_path, cells.format(setup=""), "--cell", "1", "--no-memory")
+    assert memory_of(off, "# alloc") is None and off["peak"] is None
+    whole = profile_cli(tmp_path, cells.format(setup=""))
+    assert "allocated" not in memory_of(whole, "# alloc")
+    assert any("torch's allocator view" in w for w in whole["warnings"]), whole["warnings"]

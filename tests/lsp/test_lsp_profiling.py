@@ -31,6 +31,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
 from gpulens.lsp.profiling import carry_over
+from gpulens.profiler.schema import SCHEMA
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -220,7 +221,7 @@ async def test_profile_returns_the_payload_and_draws_hints_then_edits_and_clear(
     payload = await profile(client, uri, TOTAL)
 
     # plain Python: the host backend here; a machine with torch or cupti-python picks those
-    assert payload["schema"] == "gpulens.profile/2" and payload["backend"] != "none"
+    assert payload["schema"] == SCHEMA and payload["backend"] != "none"
     assert payload["error"] is None
     assert payload["source"]["cell"] == 1
     hits = {line["line"]: line["hits"] for line in payload["lines"]}

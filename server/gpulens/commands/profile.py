@@ -67,6 +67,13 @@ def _add_options(parser: argparse.ArgumentParser) -> None:
         help="capture backend (default: the best available)",
     )
     parser.add_argument(
+        "--no-memory",
+        dest="memory",
+        action="store_false",
+        help="do not record GPU memory per line (torch's allocator history, CUPTI's memory "
+        "records)",
+    )
+    parser.add_argument(
         "--nproc-per-node",
         type=whole_number(1, "a number of ranks"),
         metavar="N",
@@ -125,6 +132,7 @@ def run(args: argparse.Namespace) -> int:
                 on_output=_write_output if args.format == "text" else None,
                 stop=stop,
                 nproc_per_node=args.nproc_per_node,
+                memory=args.memory,
             )
         except ProfileRequestError as error:
             print(f"gpulens profile: error: {error}", file=sys.stderr)
@@ -174,6 +182,7 @@ def _replay_problem(args: argparse.Namespace, script_args: list[str]) -> str | N
             ("--timeout", args.timeout is not None),
             ("--python", args.python is not None),
             ("--backend", args.backend != "auto"),
+            ("--no-memory", not args.memory),
             ("--nproc-per-node", args.nproc_per_node is not None),
             ("-- ARGS", bool(script_args)),
         )

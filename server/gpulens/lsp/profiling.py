@@ -6,7 +6,7 @@ never on open, save, code lens or hover, and never where the client said the fol
 trusted (`gpulens.lsp.trust`: the command then answers with the reason). The cell holding that
 line runs in a subprocess of `gpulens.profile.python` (default: the server's interpreter) under
 `gpulens.profile.timeoutSeconds`, in the file's folder, as editors run a cell; the command
-answers with the `gpulens.profile/2` payload, so a client may draw it itself, and the server
+answers with the `gpulens.profile/2.1` payload, so a client may draw it itself, and the server
 keeps its lines to draw them as inlay hints. The subprocess, its stopping and killing are
 `gpulens.profiler.runner.BackgroundProfile`'s: a server that exits (or is killed) mid-profile
 is not held up by it, and the subprocess ends with the server.

@@ -94,6 +94,7 @@ def run_job(
         namespace,
         job.get("backend", "auto"),
         after_cell=lambda: _ignore(quiet_signals),
+        memory=job.get("memory", True),
     )
     wall = time.perf_counter() - started
     if on_capture is not None:

@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+from dataclasses import dataclass, field
 from typing import Any
 
-from gpulens.profiler import schema
-from gpulens.profiler.hints import line_hints, pinned_bandwidth
+from gpulens.profiler import idle_display, memory_display, schema
+from gpulens.profiler.hints import idle_loop_hints, line_hints, pinned_bandwidth
 from gpulens.profiler.rank_display import (
     rank_notes,
     rank_table,
@@ -36,6 +37,26 @@ HEAT_DIGITS = 3
 LINE_FIELDS = ("label", "hover", "heat")
 
 
+@dataclass(frozen=True)
+class LineContext:
+    """What a line's words need to know of its cell: the memory peaks each line reached,
+    whether the cell made timed GPU work, and the host's time on the cell's lines."""
+
+    peaks: dict[int, list[tuple[str, dict[str, Any]]]] = field(default_factory=dict)
+    several_devices: bool = False
+    used_gpu: bool = False
+    cell_s: float = 0.0
+
+    @classmethod
+    def of(cls, payload: dict[str, Any]) -> LineContext:
+        return cls(
+            peaks=memory_display.peaks_by_line(payload),
+            several_devices=memory_display.several_devices(payload),
+            used_gpu=idle_display.used_gpu(payload),
+            cell_s=idle_display.cell_time(payload.get("lines") or []),
+        )
+
+
 # -- one line -----------------------------------------------------------------------------------
 def device_seconds(line: PayloadLine) -> float:
     """GPU time of the line's own work: kernels, copies, memsets (not the host's waits)."""
@@ -46,13 +67,15 @@ def made_device_work(line: PayloadLine) -> bool:
     return any(kind.made_work(line) for kind in schema.RECORD_KINDS)
 
 
-def line_label(line: PayloadLine) -> str:
+def line_label(line: PayloadLine, context: LineContext | None = None) -> str:
     """The text drawn after a profiled line.
 
     GPU work: "1.4k kernels · 8.7 ms GPU · ↑400 MB 62 ms · ⏸200 2.2 ms" (each kind's part,
     in `RECORD_KINDS` order). A line that made no GPU work shows its host figures:
-    "200 hits · 51 ms host".
+    "200 hits · 51 ms host". Then its memory ("+1.1 GB mem · peak 1.1 GB") and, where the
+    GPU sat idle most of a line that took a part of the cell, "GPU idle 94%".
     """
+    context = context or LineContext()
     if not made_device_work(line):
         parts = [
             f"{plural(line.get('hits', 0), 'hit')}",
@@ -60,6 +83,10 @@ def line_label(line: PayloadLine) -> str:
         ]
     else:
         parts = [part for kind in schema.RECORD_KINDS for part in kind.label(line)]
+    parts += memory_display.label_parts(line, context.peaks.get(line.get("line", 0), []))
+    idle = idle_display.label_part(line, context.cell_s) if context.used_gpu else None
+    if idle:
+        parts.append(idle)
     ranks = spread_label(line)  # a job of several ranks: how far apart they were
     return " · ".join([*parts, ranks] if ranks else parts)
 
@@ -77,9 +104,16 @@ def _kernel_name(name: str) -> str:
     return "`" + name.replace("`", "'").replace("|", "¦") + "`"
 
 
-def line_hover(line: PayloadLine, backend: str | None = None, share: str | None = None) -> str:
+def line_hover(
+    line: PayloadLine,
+    backend: str | None = None,
+    share: str | None = None,
+    context: LineContext | None = None,
+) -> str:
     """Markdown for the hover of a profiled line: runs and host time, each kind's figures,
-    the line's share of the cell, the top kernels in a table, then the line's hints."""
+    its memory and the GPU's idle time, the line's share of the cell, the top kernels in a
+    table, then the line's hints."""
+    context = context or LineContext()
     head = f"**gpulens profile** · line {line.get('line')}"
     if backend:
         head += f" · {markdown_text(backend)} backend"
@@ -88,6 +122,12 @@ def line_hover(line: PayloadLine, backend: str | None = None, share: str | None 
         f"{short_seconds(line.get('host_s', 0))} on the host"
     ]
     rows += [row for kind in schema.RECORD_KINDS for row in kind.hover(line)]
+    rows += memory_display.hover_rows(
+        line, context.peaks.get(line.get("line", 0), []), context.several_devices
+    )
+    idle = idle_display.hover_row(line) if context.used_gpu else None
+    if idle:
+        rows.append(idle)
     if share:
         rows.append(share)
     out = [head, ""] + [f"- {markdown_text(row)}" for row in rows]
@@ -231,6 +271,9 @@ def header(payload: dict[str, Any]) -> str:
     gpu = _gpu_total(payload)
     if gpu > 0:
         parts.append(f"{short_seconds(gpu)} on the GPU")
+    for extra in (idle_display.header_part(payload), memory_display.header_part(payload)):
+        if extra:
+            parts.append(extra)
     return " · ".join(parts)
 
 
@@ -271,6 +314,10 @@ def notes(payload: dict[str, Any]) -> list[str]:
         out.append(
             "Not placed on any line: " + ", ".join(f"{short_count(v)} {k}" for k, v in lost.items())
         )
+    out += memory_display.notes(payload)
+    busy = idle_display.note(payload)
+    if busy:
+        out.append(busy)
     error = payload.get("error")
     if error:
         at = f" at line {error['line']}" if error.get("line") else ""
@@ -281,16 +328,25 @@ def notes(payload: dict[str, Any]) -> list[str]:
 
 
 # -- the table ----------------------------------------------------------------------------------
-def _gpu_work(line: PayloadLine) -> str:
-    return "\n".join(part for kind in schema.RECORD_KINDS for part in kind.cell(line))
+def _gpu_work(line: PayloadLine, context: LineContext) -> str:
+    """The GPU work cell, a row per part: each kind's, then the line's memory, then the
+    GPU's idle share where it sat idle most of the line."""
+    parts = [part for kind in schema.RECORD_KINDS for part in kind.cell(line)]
+    parts += memory_display.cell(line, context.peaks.get(line.get("line", 0), []))
+    idle = idle_display.label_part(line, context.cell_s) if context.used_gpu else None
+    if idle:
+        parts.append(idle)
+    return "\n".join(parts)
 
 
-# (title, alignment, cell of a payload line) of every column between Line and Source
+# (title, alignment, cell of a payload line in its cell's context) of every column between
+# Line and Source
 _COLUMNS: tuple[tuple[str, str, Any], ...] = (
-    ("Hits", "right", lambda line: str(line.get("hits", 0))),
-    ("Host", "right", lambda line: short_seconds(line.get("host_s", 0))),
+    ("Hits", "right", lambda line, _: str(line.get("hits", 0))),
+    ("Host", "right", lambda line, _: short_seconds(line.get("host_s", 0))),
     ("GPU work", "left", _gpu_work),
-    ("Ranks", "left", spread_cell),  # empty, so left out, but for a job of several ranks
+    # empty, so left out, but for a job of several ranks
+    ("Ranks", "left", lambda line, _: spread_cell(line)),
 )
 
 
@@ -306,8 +362,9 @@ def table(payload: dict[str, Any]) -> dict[str, Any]:
         numbered = [(n, text.rstrip("\n")) for n, text in enumerate(code, start=first)]
     else:
         numbered = [(n, "") for n in sorted(by_line)]
+    context = LineContext.of(payload)
     cells = {
-        n: [cell(by_line[n]) if n in by_line else "" for _, _, cell in _COLUMNS]
+        n: [cell(by_line[n], context) if n in by_line else "" for _, _, cell in _COLUMNS]
         for n, _ in numbered
     }
     kept = [i for i in range(len(_COLUMNS)) if any(row[i] for row in cells.values())]
@@ -317,6 +374,13 @@ def table(payload: dict[str, Any]) -> dict[str, Any]:
         for kind in schema.RECORD_KINDS
         if kind.legend and any(kind.cell(line) for line in by_line.values())
     ]
+    peaks = context.peaks
+    if any(memory_display.cell(line, peaks.get(n, [])) for n, line in by_line.items()):
+        shown.append(memory_display.LEGEND)
+    if context.used_gpu and any(
+        idle_display.label_part(line, context.cell_s) for line in by_line.values()
+    ):
+        shown.append(idle_display.LEGEND)
     return {
         "columns": [{"title": "Line", "align": "right"}]
         + [{"title": _COLUMNS[i][0], "align": _COLUMNS[i][1]} for i in kept]
@@ -335,7 +399,7 @@ def table(payload: dict[str, Any]) -> dict[str, Any]:
 
 # -- all of it ----------------------------------------------------------------------------------
 def _from_v1(payload: dict[str, Any]) -> None:
-    """A `gpulens.profile/1` payload (saved before display strings were added), read as /2:
+    """A `gpulens.profile/1` payload (saved before display strings were added), read as /2.1:
     a notebook cell's `cell` was its execution count."""
     source = payload.get("source")
     if not str(payload.get("schema", "")).endswith("/1") or not isinstance(source, dict):
@@ -357,10 +421,14 @@ def annotate(payload: dict[str, Any], *, recorded: bool = False) -> dict[str, An
     heats = line_heats(lines)
     shares = _shares(lines)
     backend = payload.get("backend")
+    context = LineContext.of(payload)
+    loops = idle_loop_hints(payload)
     for line in lines:
         line["hints"] = line_hints(line, pinned)
-        line["label"] = line_label(line)
-        line["hover"] = line_hover(line, backend, shares.get(line["line"]))
+        if line["line"] in loops:
+            line["hints"].append(loops[line["line"]])
+        line["label"] = line_label(line, context)
+        line["hover"] = line_hover(line, backend, shares.get(line["line"]), context)
         line["heat"] = heats.get(line["line"], 0.0)
     payload["display"] = {
         "header": header(payload),

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import ast
 from typing import Any
 
-from gpulens.profiler.schema import KERNELS, SYNCS, TRANSFERS
+from gpulens.profiler.schema import KERNELS, RECORD_KINDS, SYNCS, TRANSFERS
 from gpulens.profiler.units import short_bytes, short_seconds
 
 # a pageable copy at least this large is worth pinning (below it, launch latency dominates)
@@ -22,6 +23,12 @@ SYNC_LOOP_SHARE = 0.9
 # more than once (a step of a loop), by at least STRAGGLER_MIN_S
 STRAGGLER_RATIO = 1.3
 STRAGGLER_MIN_S = 1e-3
+# "the GPU sat idle in this loop": a loop that made GPU work, took at least this share of
+# the time the host spent in the cell's lines (and at least IDLE_LOOP_MIN_S), during which
+# the GPU had no work at least IDLE_LOOP_SHARE of the time
+IDLE_LOOP_SHARE = 0.5
+IDLE_LOOP_CELL_SHARE = 0.1
+IDLE_LOOP_MIN_S = 1e-3
 _STRAGGLER_BASIS = {
     "gpu": "of GPU work (collectives less their waiting)",
     "host": "on the host (less its waits for the GPU)",
@@ -134,3 +141,55 @@ def pinned_bandwidth(lines: list[dict[str, Any]]) -> float | None:
     size = sum((line.get("pinned") or {}).get("bytes", 0) for line in lines)
     seconds = sum((line.get("pinned") or {}).get("s", 0) for line in lines)
     return size / seconds / 1e9 if size and seconds else None
+
+
+def loop_spans(code: list[str], first_line: int) -> list[tuple[int, int]]:
+    """(first, last) line of each `for` and `while` loop of the profiled code, numbered as
+    the payload numbers its lines; none where the code does not parse."""
+    try:
+        tree = ast.parse("\n".join(code))
+    except (SyntaxError, ValueError):
+        return []
+    shift = first_line - 1
+    return [
+        (node.lineno + shift, (node.end_lineno or node.lineno) + shift)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.For | ast.AsyncFor | ast.While)
+    ]
+
+
+def idle_loop_hints(payload: dict[str, Any]) -> dict[int, dict[str, str]]:
+    """Per loop where the GPU sat idle most of the time the host spent in it (the GPU
+    waiting for Python: launch-bound), a hint on the loop's first line. Where loops nest
+    and several qualify, the innermost: it is where the time goes."""
+    lines = [line for line in payload.get("lines") or [] if line.get("own_s") is not None]
+    total = sum(float(line["own_s"]) for line in lines)
+    if total <= 0:
+        return {}
+    source = payload.get("source") or {}
+    spans = loop_spans(payload.get("code") or [], int(source.get("first_line") or 1))
+    found: dict[tuple[int, int], tuple[float, float]] = {}
+    for first, last in spans:
+        inside = [line for line in lines if first <= line["line"] <= last]
+        own = sum(float(line["own_s"]) for line in inside)
+        idle = sum(float(line.get("gpu_idle_s") or 0) for line in inside)
+        made_work = any(kind.made_work(line) for line in inside for kind in RECORD_KINDS)
+        if (
+            made_work
+            and own >= max(IDLE_LOOP_MIN_S, IDLE_LOOP_CELL_SHARE * total)
+            and idle >= IDLE_LOOP_SHARE * own
+        ):
+            found[(first, last)] = (idle, own)
+    hints = {}
+    for (first, last), (idle, own) in found.items():
+        if any(a >= first and b <= last and (a, b) != (first, last) for a, b in found):
+            continue  # a loop inside it qualifies too
+        hints[first] = {
+            "code": "gpu-idle",
+            "message": (
+                f"the GPU was idle {idle / own:.0%} of this loop ({short_seconds(idle)} of "
+                f"{short_seconds(own)}): launch-bound; CUDA graphs, torch.compile or a larger "
+                "batch help"
+            ),
+        }
+    return hints

@@ -1,4 +1,4 @@
-"""The `gpulens.profile/2` payload's record kinds, each defined once.
+"""The profile payload's version, and its record kinds, each defined once.
 
 A kind is one sort of GPU work a line can make: kernels, copies (per direction), memsets,
 host waits on the GPU. Each kind below says, in one place, which capture records it is
@@ -21,7 +21,11 @@ from typing import Any, ClassVar
 from gpulens.profiler.collectives import collective_names
 from gpulens.profiler.units import short_bytes, short_count, short_seconds
 
-SCHEMA = "gpulens.profile/2"
+# the profile payload's version, written by every producer (`report`, `merge`, `display`)
+# and checked by every consumer: the minor version grows with fields a reader of the same
+# major version may ignore (2.1: per line `memory`, `gpu_idle_s` and `own_s`; per cell
+# `peak` and `gpu_busy`)
+SCHEMA = "gpulens.profile/2.1"
 
 # a line of the attribution, while records are tallied: see `new_line_cost`
 LineCost = dict[str, Any]

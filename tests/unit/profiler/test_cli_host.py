@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from gpulens.profiler.schema import SCHEMA
+
 SCRIPT = textwrap.dedent(
     """\
     import sys
@@ -64,7 +66,7 @@ def by_line(payload: dict) -> dict[int, dict]:
 def test_cell_with_nested_function_and_loop(tmp_path: Path) -> None:
     code, payload, _ = run_cli(tmp_path, "pass", "--cell", "1", "--", "a", "b")
     assert code == 0
-    assert payload["schema"] == "gpulens.profile/2"
+    assert payload["schema"] == SCHEMA
     assert payload["backend"] == "host"
     assert payload["source"]["cell"] == 1 and payload["source"]["first_line"] == 3
     lines = by_line(payload)

@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 
+from gpulens.profiler.schema import SCHEMA
+
 jupyter_client = pytest.importorskip("jupyter_client")
 pytest.importorskip("ipykernel")
 
@@ -76,7 +78,7 @@ def test_magic_profiles_a_cell_with_the_kernel_state(kernel: Any) -> None:
     (data,) = bundles
     assert set(data) >= {MIME, "text/html", "text/plain"}
     payload = data[MIME]
-    assert payload["schema"] == "gpulens.profile/2"
+    assert payload["schema"] == SCHEMA
     assert payload["source"]["first_line"] == 2  # cell line 1 is the magic itself
     lines = {line["line"]: line for line in payload["lines"]}
     assert lines[3]["hits"] == 4  # f's body, once per call
@@ -157,3 +159,15 @@ def test_the_header_names_the_cell_by_its_place_or_by_its_run(kernel: Any) -> No
     msg_id = kernel.execute("%%gpulens --cell 0\nx = 3")
     status, _, _, reply = execute_reply(kernel, msg_id)
     assert status == "error" and reply["ename"] == "UsageError" and "--cell" in reply["evalue"]
+
+
+def test_no_memory_is_an_option_of_the_magic(kernel: Any) -> None:
+    """`--no-memory` profiles the cell without recording GPU memory; the usage names it."""
+    execute(kernel, "%load_ext gpulens")
+    status, bundles, _ = execute(kernel, "%%gpulens --backend host --no-memory\nx = 5")
+    assert status == "ok"
+    payload = bundles[0][MIME]
+    assert payload["peak"] is None and payload["lines"][0]["memory"] is None
+    msg_id = kernel.execute("%%gpulens --memory\nx = 6")
+    status, _, _, reply = execute_reply(kernel, msg_id)
+    assert status == "error" and "--no-memory" in reply["evalue"]

@@ -2,13 +2,14 @@ from __future__ import annotations
 
 from gpulens.profiler.hints import line_hints
 from gpulens.profiler.report import build_payload, render_html, render_text
+from gpulens.profiler.schema import SCHEMA
 
 from .test_attribution_recorded import replay
 
 
 def test_payload_schema_and_per_device_field_only_for_several_gpus() -> None:
     payload, lines, _ = replay("train_step")
-    assert payload["schema"] == "gpulens.profile/2"
+    assert payload["schema"] == SCHEMA
     assert set(payload["unattributed"]) >= {"kernels", "transfers", "syncs"}
     line = next(iter(lines.values()))
     assert set(line) >= {

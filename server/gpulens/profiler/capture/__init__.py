@@ -21,6 +21,10 @@ from typing import Any, Protocol
 from gpulens.profiler.timeline import LineEvents, LineRecorder, Timeline
 
 BACKENDS = ("auto", "cupti", "torch", "host")
+# GPU memory per line (torch's allocator history, CUPTI's memory records) is recorded unless
+# a profile turns it off (`memory=False`; `gpulens profile --no-memory`, `%%gpulens
+# --no-memory`): its cost is in benchmarks/profiler_overhead.py
+MEMORY_BY_DEFAULT = True
 SETTRACE_WARNING = (
     "Python {version} has no sys.monitoring: lines were traced with sys.settrace, which "
     "runs a hook on every Python call of the main thread and slows call-heavy cells "
@@ -77,8 +81,11 @@ def cupti_holder() -> str | None:
     return None
 
 
-def open_session(requested: str = "auto") -> tuple[Session, list[str]]:
-    """The session of the best usable backend, and why better ones were passed over."""
+def open_session(
+    requested: str = "auto", memory: bool = MEMORY_BY_DEFAULT
+) -> tuple[Session, list[str]]:
+    """The session of the best usable backend, and why better ones were passed over;
+    `memory`: whether it records GPU memory too."""
     if requested not in BACKENDS:
         raise ValueError(f"unknown backend {requested!r}; choose one of {', '.join(BACKENDS)}")
     warnings: list[str] = []
@@ -96,7 +103,7 @@ def open_session(requested: str = "auto") -> tuple[Session, list[str]]:
             from gpulens.profiler.capture.cupti import CuptiSession, CuptiUnavailable
 
             try:
-                return CuptiSession(), warnings
+                return CuptiSession(memory=memory), warnings
             except CuptiUnavailable as error:
                 warnings.append(f"CUPTI backend unavailable: {error}")
         if requested == "auto":
@@ -110,7 +117,7 @@ def open_session(requested: str = "auto") -> tuple[Session, list[str]]:
             from gpulens.profiler.capture.torch import TorchSession, TorchUnavailable
 
             try:
-                session = TorchSession()
+                session = TorchSession(memory=memory)
                 warnings.append(
                     "torch.profiler backend: copy sizes are not reported; install "
                     "cupti-python (gpulens[cupti]) for them and for cheaper capture"
@@ -149,14 +156,16 @@ def profile_code(
     namespace: dict[str, Any],
     backend: str | Session = "auto",
     after_cell: Callable[[], None] | None = None,
+    memory: bool = MEMORY_BY_DEFAULT,
 ) -> Capture:
-    """Runs `code` in `namespace` under a backend (a name, or a session to use as it is);
+    """Runs `code` in `namespace` under a backend (a name, or a session to use as it is;
+    `memory`: whether a named one records GPU memory too);
     the cell's exception, if any, is caught and described in `Capture.error` (and kept in
     `Capture.exception`). The backend and the line hooks are always released, also on
     KeyboardInterrupt. `after_cell` runs as soon as the cell's code is done (the child stops
     listening to SIGINT there)."""
     if isinstance(backend, str):
-        session, warnings = open_session(backend)
+        session, warnings = open_session(backend, memory)
     else:
         session, warnings = backend, []
     recorder = LineRecorder(

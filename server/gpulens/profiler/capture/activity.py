@@ -13,6 +13,8 @@ import struct
 from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Any
 
+from gpulens.profiler.capture.memory import driver_memory_columns
+
 if TYPE_CHECKING:
     from gpulens.profiler.capture.cupti import CuptiSession
 
@@ -184,6 +186,21 @@ def decode_buffers(buffers: list[bytes], session: CuptiSession) -> dict[str, Any
         "end": syncs["end"].tolist(),
         "type": [sync_names.get(k, "unknown") for k in syncs["type"].tolist()],
     }
+    memory = gather("memory")
+    if len(memory):
+        fields = (
+            "correlation_id",
+            "timestamp",
+            "bytes",
+            "device_id",
+            "memory_kind",
+            "memory_operation_type",
+        )
+        out["driver_memory"] = driver_memory_columns(
+            {field: memory[field].tolist() for field in fields},
+            tables.memory_names,
+            tables.memory_signs,
+        )
     return out
 
 
