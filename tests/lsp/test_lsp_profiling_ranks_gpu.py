@@ -14,8 +14,9 @@ from typing import Any
 
 import pytest
 import pytest_lsp
-from lsp_helpers import RecordingClient, initialize_params, open_document, server_config, uri_in
+from lsp_helpers import RecordingClient, open_document, uri_in
 from lsprotocol import types
+from test_lsp_profiling import CONFIG, profiling_params
 
 
 def _gpu_count() -> int:
@@ -55,10 +56,11 @@ DDP = textwrap.dedent(
 ).lstrip("\n")
 
 
-@pytest_lsp.fixture(config=server_config())
+@pytest_lsp.fixture(config=CONFIG)
 async def client(lsp_client: RecordingClient, tmp_path: Path):
+    """A client that answers the refreshes a profile sends (inlay hints, code lenses)."""
     lsp_client.set_configuration({"profile": {"timeoutSeconds": 240}}, section="gpulens")
-    lsp_client.initialize_result = await lsp_client.initialize_session(initialize_params(tmp_path))
+    lsp_client.initialize_result = await lsp_client.initialize_session(profiling_params(tmp_path))
     yield
     await lsp_client.shutdown_session()
 
