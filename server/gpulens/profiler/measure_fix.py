@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import statistics
 import subprocess
+import threading
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,14 +28,14 @@ from gpulens.analysis.edits import apply_fixes, first_safe_fix
 from gpulens.analysis.model import Finding, Fix
 from gpulens.profiler.cells import cell_at_line, split_cells
 from gpulens.profiler.display import run_name
-from gpulens.profiler.runner import StopRequest, run_profile
+from gpulens.profiler.runner import StopRequest, _kill_group, run_profile
 from gpulens.profiler.schema import KERNELS, SYNCS, TRANSFERS
 from gpulens.profiler.units import short_count, short_seconds
 
 SCHEMA = "gpulens.measure-fix/1"
 DEFAULT_RUNS = 5
 MIN_RUNS = 2
-VERDICTS = ("faster", "slower", "within-noise", "failed", "stopped")
+VERDICTS = ("faster", "slower", "within-noise", "failed", "stopped", "refused")
 
 
 class MeasureRequestError(ValueError):
@@ -235,13 +237,16 @@ def summarize(
     records that changed, and the words for it."""
     sides = {"before": _side(before), "after": _side(after)}
     first = next(iter([*before, *after]), {})
-    name = run_name(first) if first else plan.path
+    name = run_name(dict(first)) if first else plan.path
     backend = str(first.get("backend") or "none")
     failed_before, failed_after = _failure(before), _failure(after)
     changes: list[dict[str, Any]] = []
     speedup: float | None = None
     notes: list[str] = []
-    if failed_before is not None:
+    if stopped is not None:
+        verdict = "stopped"
+        message = f"gpulens: measuring the fix was stopped ({stopped}) before every run ended."
+    elif failed_before is not None:
         verdict = "failed"
         message = f"gpulens: the fix was not measured: {_failure_words(failed_before, 'as it is')}."
     elif failed_after is not None:
@@ -250,9 +255,9 @@ def summarize(
             f"gpulens: “{plan.fix_title}” breaks {name}: "
             f"{_failure_words(failed_after, 'with the fix')}. Nothing was changed."
         )
-    elif stopped is not None or not sides["before"]["runs"] or not sides["after"]["runs"]:
+    elif not sides["before"]["runs"] or not sides["after"]["runs"]:
         verdict = "stopped"
-        message = f"gpulens: measuring the fix was stopped ({stopped or 'no run finished'})."
+        message = "gpulens: measuring the fix was stopped before a run of each version ended."
     else:
         b, a = sides["before"], sides["after"]
         speedup = b["median_s"] / a["median_s"] if a["median_s"] > 0 else None
@@ -304,8 +309,78 @@ def summarize(
         "notes": notes,
         "message": message,
         "level": {"faster": "info", "failed": "error"}.get(verdict, "warning"),
-        "apply": verdict not in ("failed",) and failed_after is None,
+        "apply": verdict != "failed",
     }
+
+
+def refused(path: str, line: int, code: str, reason: str) -> dict[str, Any]:
+    """The result of a request that ran nothing: `reason` says why, in a sentence."""
+    empty = {"runs": 0, "wall_s": [], "records": None}
+    return {
+        "schema": SCHEMA,
+        "source": {"path": path, "cell": None, "line": line, "rule": code},
+        "fix": None,
+        "backend": "none",
+        "verdict": "refused",
+        "speedup": None,
+        "before": dict(empty),
+        "after": dict(empty),
+        "changes": [],
+        "notes": [],
+        "message": f"gpulens: the fix was not measured: {reason.rstrip('.')}.",
+        "level": "error",
+        "apply": False,
+    }
+
+
+class BackgroundMeasurement:
+    """`run_measurement` on a daemon thread, for a caller whose event loop must stay free.
+
+    ``future`` settles with the result; ``done`` counts the runs that ended. ``interrupt()``
+    stops after interrupting the run going on (its figures are left out); ``kill()`` also
+    kills its process group at once.
+    """
+
+    def __init__(self, plan: FixPlan, **options: Any) -> None:
+        """``options``: those of `run_measurement`, but for ``stop``, ``on_start`` and
+        ``on_run``."""
+        self.future: Future[dict[str, Any]] = Future()
+        self.done = 0
+        self.total = 2 * max(MIN_RUNS, int(options.get("runs") or DEFAULT_RUNS))
+        self._stop = StopRequest()
+        self._process: subprocess.Popen[bytes] | None = None
+        self._plan, self._options = plan, options
+        threading.Thread(target=self._run, name="gpulens-measure", daemon=True).start()
+
+    def interrupt(self, reason: str = "a cancel") -> None:
+        self._stop.request(reason)
+
+    def kill(self, reason: str = "a cancel") -> None:
+        self._stop.request(reason)
+        self._stop.request(reason)  # a second request kills the run (`StopRequest`)
+        if self._process is not None:
+            _kill_group(self._process)
+
+    def _started(self, process: subprocess.Popen[bytes]) -> None:
+        self._process = process
+
+    def _ran(self, done: int, total: int) -> None:
+        self.done, self.total = done, total
+
+    def _run(self) -> None:
+        self.future.set_running_or_notify_cancel()
+        try:
+            result = run_measurement(
+                self._plan,
+                stop=self._stop,
+                on_start=self._started,
+                on_run=self._ran,
+                **self._options,
+            )
+        except BaseException as error:
+            self.future.set_exception(error)
+            return
+        self.future.set_result(result)
 
 
 def render_text(result: Mapping[str, Any]) -> str:

@@ -83,39 +83,44 @@ class Merged:
 
 
 # -- placing a profile on a text -----------------------------------------------------------------
-def place_profile(payload: Mapping[str, Any], text_lines: Sequence[str]) -> dict[int, MeasuredLine]:
+def place_lines(payload: Mapping[str, Any], text_lines: Sequence[str]) -> dict[int, PayloadLine]:
     """The payload's lines on `text_lines` (the text now, without line breaks), 0-based.
 
     The payload holds the source it profiled (`code`, from `source.first_line`): its lines
     are matched to the text as a diff matches them, so a line edited since the profile has no
     figures and the others follow the lines moved above them. A payload without its source
-    is taken at its line numbers. Empty for a backend that records no GPU work."""
-    backend = str(payload.get("backend") or "")
-    if backend not in GPU_BACKENDS:
-        return {}
-    wall = float(payload.get("wall_s") or 0.0)
-    by_number = {
+    is taken at its line numbers."""
+    by_number: dict[int, PayloadLine] = {
         int(line["line"]): line
         for line in payload.get("lines") or []
-        if isinstance(line, Mapping) and isinstance(line.get("line"), int)
+        if isinstance(line, dict) and isinstance(line.get("line"), int)
     }
     code = [str(line).rstrip("\r\n") for line in payload.get("code") or []]
-    first = int((payload.get("source") or {}).get("first_line") or 1)
     if not code:
-        return {
-            number - 1: MeasuredLine(figures, wall, backend)
-            for number, figures in by_number.items()
-            if 0 < number <= len(text_lines)
-        }
+        return {n - 1: figures for n, figures in by_number.items() if 0 < n <= len(text_lines)}
+    first = int((payload.get("source") or {}).get("first_line") or 1)
     current = [line.rstrip("\r\n") for line in text_lines]
     matcher = difflib.SequenceMatcher(a=code, b=current, autojunk=False)
-    placed = {}
+    placed: dict[int, PayloadLine] = {}
     for block in matcher.get_matching_blocks():
         for offset in range(block.size):
             figures = by_number.get(first + block.a + offset)
             if figures is not None:
-                placed[block.b + offset] = MeasuredLine(figures, wall, backend)
+                placed[block.b + offset] = figures
     return placed
+
+
+def place_profile(payload: Mapping[str, Any], text_lines: Sequence[str]) -> dict[int, MeasuredLine]:
+    """`place_lines`, as measurements to merge: empty for a backend that records no GPU
+    work."""
+    backend = str(payload.get("backend") or "")
+    if backend not in GPU_BACKENDS:
+        return {}
+    wall = float(payload.get("wall_s") or 0.0)
+    return {
+        line: MeasuredLine(figures, wall, backend)
+        for line, figures in place_lines(payload, text_lines).items()
+    }
 
 
 # -- merging -------------------------------------------------------------------------------------
