@@ -38,21 +38,30 @@ _COMPOUND: tuple[type[ast.stmt], ...] = (
 )
 
 
-def findings_if_on_gpu(text: str, line: int, codes: Sequence[str], config: Config) -> list[Finding]:
+def findings_if_on_gpu(
+    text: str,
+    line: int,
+    codes: Sequence[str],
+    config: Config,
+    *,
+    program: str | None = None,
+) -> list[Finding]:
     """The findings of `codes` the analysis makes on 0-based `line` of `text` once the values
     read on the host there (`x` of `x.item()`, of `float(x)`) are GPU arrays of the framework
-    the file imports (torch or CuPy; nothing where it imports both or neither). Empty where
-    the line holds no such read or is not a simple statement of its own."""
+    the program imports (torch or CuPy; nothing where it imports both or neither). `program`:
+    the whole program `text` is part of (a notebook's cells), where its imports are. Empty
+    where the line holds no such read or is not a simple statement of its own."""
     try:
         tree = ast.parse(text)
+        imports = tree if program is None else ast.parse(program)
     except (SyntaxError, ValueError):
         return []
     lines = split_lines(text)
     statement = _simple_statement_at(tree, line)
-    mover = _mover(tree)
+    mover = _mover(imports)
     if statement is None or mover is None or line >= len(lines):
         return []
-    names = _host_read_names(statement, _imported_names(tree))
+    names = _host_read_names(statement, _imported_names(imports) | _imported_names(tree))
     if not names:
         return []
     prefix = "".join(f"{name} = {mover(name)}; " for name in names)

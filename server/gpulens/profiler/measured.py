@@ -129,9 +129,13 @@ def merge_measured(
     measured: Mapping[int, MeasuredLine],
     text: str,
     config: Config,
+    *,
+    program: str | None = None,
 ) -> list[Merged]:
     """`findings` of `text` with the profile's figures (`measured`, by 0-based line) merged
-    in, and the profile's own findings added; sorted by position and code."""
+    in, and the profile's own findings added; sorted by position and code. `program`: the
+    whole program `text` is part of (a notebook's cells), whose imports tell the framework
+    of a value the profile found on the GPU."""
     if not measured:
         return [Merged(f, ORIGIN_ANALYSIS, False) for f in findings]
     merged = [_confirmed(finding, measured) for finding in findings]
@@ -142,7 +146,13 @@ def merge_measured(
         if line >= len(lines):
             continue
         found = _profile_findings(
-            line, facts, text=text, lines=lines, config=config, speaking=speaking
+            line,
+            facts,
+            text=text,
+            lines=lines,
+            config=config,
+            speaking=speaking,
+            program=program,
         )
         for finding in found:
             if config.enabled(finding.code) and not is_suppressed(finding, table):
@@ -203,6 +213,7 @@ def _profile_findings(
     lines: Sequence[str],
     config: Config,
     speaking: Mapping[int, set[str]],
+    program: str | None,
 ) -> list[Finding]:
     """The findings the profile makes on `line` where the analysis was silent about it."""
     figures = facts.figures
@@ -228,7 +239,7 @@ def _profile_findings(
             f"run; {took}. The CPU stops feeding the GPU at each wait: keep the value on the "
             "device and read it once after the loop, or every N steps."
         )
-        assumed = findings_if_on_gpu(text, line, ("GPU001",), config)
+        assumed = findings_if_on_gpu(text, line, ("GPU001",), config, program=program)
         fixes = tuple(fix for finding in assumed for fix in finding.fixes)
         where = assumed[0].span if assumed else span
         found.append(
