@@ -57,15 +57,16 @@ def findings_if_on_gpu(
     except (SyntaxError, ValueError):
         return []
     lines = split_lines(text)
-    statement = _simple_statement_at(tree, line)
+    statements = _simple_statements_at(tree, line)
     mover = _mover(imports)
-    if statement is None or mover is None or line >= len(lines):
+    if not statements or mover is None or line >= len(lines):
         return []
-    names = _host_read_names(statement, _imported_names(imports) | _imported_names(tree))
+    modules = _imported_names(imports) | _imported_names(tree)
+    names = list(dict.fromkeys(n for s in statements for n in _host_read_names(s, modules)))
     if not names:
         return []
     prefix = "".join(f"{name} = {mover(name)}; " for name in names)
-    at = _column(lines[line], statement.col_offset)
+    at = _column(lines[line], statements[0].col_offset)
     probed = [*lines[:line], lines[line][:at] + prefix + lines[line][at:], *lines[line + 1 :]]
     shift = _Shift(line, at, len(prefix))
     found = []
@@ -122,9 +123,9 @@ def _column(text: str, utf8_offset: int) -> int:
     return len(text.encode("utf-8")[:utf8_offset].decode("utf-8", "replace"))
 
 
-def _simple_statement_at(tree: ast.Module, line: int) -> ast.stmt | None:
-    """The first simple statement (not an `if`, a loop, a `def`) that starts and ends on
-    0-based `line`."""
+def _simple_statements_at(tree: ast.Module, line: int) -> list[ast.stmt]:
+    """The simple statements (not an `if`, a loop, a `def`) that start and end on 0-based
+    `line`, in order: `a = f(); total += a.item()` holds two."""
     found = [
         node
         for node in ast.walk(tree)
@@ -133,7 +134,7 @@ def _simple_statement_at(tree: ast.Module, line: int) -> ast.stmt | None:
         and node.lineno - 1 == line
         and (node.end_lineno or node.lineno) - 1 == line
     ]
-    return min(found, key=lambda node: node.col_offset, default=None)
+    return sorted(found, key=lambda node: node.col_offset)
 
 
 def _imported_names(tree: ast.Module) -> set[str]:
