@@ -7,14 +7,17 @@ tensor made in another cell). A profile can: it measured the line waiting for th
 the line is analysed again as if each value it reads on the host had been moved to the GPU
 just before the statement (`x = x.cuda(); total += x.item()`, on the same line, so no other
 line moves), and the findings the rules then make on it come back with their fixes, mapped
-onto the real text. A fix that would touch the inserted text is dropped. Pure: text in,
-findings out; nothing here runs the code.
+onto the real text. A fix that would touch the inserted text is dropped. Only what the fix
+can depend on is analysed again: the top-level statement holding the line, and the module's
+simple statements (imports, assignments); the other functions, classes and blocks are left
+out as blank lines, so the positions stay those of the text. Pure: text in, findings out;
+nothing here runs the code.
 """
 
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from gpulens.analysis import frameworks as fw
 from gpulens.analysis.config import Config
@@ -57,7 +60,7 @@ def findings_if_on_gpu(
     except (SyntaxError, ValueError):
         return []
     lines = split_lines(text)
-    statements = _simple_statements_at(tree, line)
+    statements = _simple_statements_at(tree.body, line)
     mover = _mover(imports)
     if not statements or mover is None or line >= len(lines):
         return []
@@ -67,7 +70,8 @@ def findings_if_on_gpu(
         return []
     prefix = "".join(f"{name} = {mover(name)}; " for name in names)
     at = _column(lines[line], statements[0].col_offset)
-    probed = [*lines[:line], lines[line][:at] + prefix + lines[line][at:], *lines[line + 1 :]]
+    probed = _around(tree, lines, line)
+    probed[line] = probed[line][:at] + prefix + probed[line][at:]
     shift = _Shift(line, at, len(prefix))
     found = []
     for finding in analyze("".join(probed), config).findings:
@@ -123,24 +127,66 @@ def _column(text: str, utf8_offset: int) -> int:
     return len(text.encode("utf-8")[:utf8_offset].decode("utf-8", "replace"))
 
 
-def _simple_statements_at(tree: ast.Module, line: int) -> list[ast.stmt]:
+def _statements(body: Sequence[ast.AST]) -> Iterator[ast.stmt]:
+    """Every statement in `body`, nested ones too (not the expressions: a fraction of the
+    nodes of a large module)."""
+    for node in body:
+        if isinstance(node, ast.stmt):
+            yield node
+        yield from _statements(
+            [
+                child
+                for child in ast.iter_child_nodes(node)
+                if isinstance(child, ast.stmt | ast.excepthandler | ast.match_case)
+            ]
+        )
+
+
+def _lines_of(node: ast.stmt) -> range:
+    """The 0-based lines of a statement, its decorators included."""
+    first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", ()))])
+    return range(first - 1, node.end_lineno or node.lineno)
+
+
+def _simple_statements_at(body: Sequence[ast.AST], line: int) -> list[ast.stmt]:
     """The simple statements (not an `if`, a loop, a `def`) that start and end on 0-based
-    `line`, in order: `a = f(); total += a.item()` holds two."""
-    found = [
-        node
-        for node in ast.walk(tree)
-        if isinstance(node, ast.stmt)
-        and not isinstance(node, _COMPOUND)
-        and node.lineno - 1 == line
-        and (node.end_lineno or node.lineno) - 1 == line
-    ]
+    `line`, in order: `a = f(); total += a.item()` holds two. Only the statements around the
+    line are looked into."""
+    found: list[ast.stmt] = []
+    for node in body:
+        if isinstance(node, ast.stmt) and line not in _lines_of(node):
+            continue
+        if isinstance(node, ast.stmt) and not isinstance(node, _COMPOUND):
+            if node.lineno - 1 == line == (node.end_lineno or node.lineno) - 1:
+                found.append(node)
+            continue
+        children = [
+            child
+            for child in ast.iter_child_nodes(node)
+            if isinstance(child, ast.stmt | ast.excepthandler | ast.match_case)
+        ]
+        found += _simple_statements_at(children, line)
     return sorted(found, key=lambda node: node.col_offset)
+
+
+def _around(tree: ast.Module, lines: Sequence[str], line: int) -> list[str]:
+    """The text with only the top-level statement holding `line` and the module's simple
+    statements kept; the rest blanked, line breaks kept."""
+    kept: set[int] = set()
+    for node in tree.body:
+        span = _lines_of(node)
+        if line in span or not isinstance(node, _COMPOUND):
+            kept.update(span)
+    return [
+        text if index in kept else text[len(text.rstrip("\r\n")) :]
+        for index, text in enumerate(lines)
+    ]
 
 
 def _imported_names(tree: ast.Module) -> set[str]:
     return {
         (alias.asname or alias.name).split(".")[0]
-        for node in ast.walk(tree)
+        for node in _statements(tree.body)
         if isinstance(node, ast.Import | ast.ImportFrom)
         for alias in node.names
     }
@@ -176,7 +222,7 @@ def _mover(tree: ast.Module) -> Callable[[str], str] | None:
     (as the file spells it) in a CuPy file; None where it imports both or neither."""
     torch = False
     cupy: str | None = None
-    for node in ast.walk(tree):
+    for node in _statements(tree.body):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 root = alias.name.split(".")[0]

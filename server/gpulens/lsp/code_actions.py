@@ -112,11 +112,17 @@ def build_actions(request: ActionRequest) -> list[types.CodeAction]:
     selection = index.range_to_span(request.selection)
     here = [m for m in request.shown if m.finding.span.overlaps(selection)]
     actions: list[types.CodeAction] = []
+    measure = request.measurable and wanted(MEASURE, request.only)
+    applicable = (
+        [_applicable(request, m.finding) for m in here]
+        if wanted(QUICK_FIX, request.only) or measure
+        else []
+    )
     if wanted(QUICK_FIX, request.only):
-        actions.extend(_quick_fixes(request, index, here))
+        actions.extend(_quick_fixes(request, index, here, applicable))
         actions.extend(_suppressions(request, index, here))
-    if request.measurable and wanted(MEASURE, request.only):
-        actions.extend(_measure_fixes(request, index, here))
+    if measure:
+        actions.extend(_measure_fixes(request, index, here, applicable))
     # The light bulb asks at every cursor move with an empty range; the refactors parse the
     # whole file, so they are offered for a selection or when asked for by kind.
     selected = selection.start != selection.end
@@ -165,12 +171,15 @@ def _applicable(request: ActionRequest, finding: Finding) -> list[Fix]:
 
 
 def _quick_fixes(
-    request: ActionRequest, index: LineIndex, found: Sequence[Merged]
+    request: ActionRequest,
+    index: LineIndex,
+    found: Sequence[Merged],
+    applicable: Sequence[Sequence[Fix]],
 ) -> list[types.CodeAction]:
     actions = []
-    for merged in found:
+    for merged, fixes in zip(found, applicable, strict=True):
         preferred = first_safe_fix(merged.finding)
-        for fix in _applicable(request, merged.finding):
+        for fix in fixes:
             actions.append(
                 types.CodeAction(
                     title=fix.title,
@@ -184,13 +193,16 @@ def _quick_fixes(
 
 
 def _measure_fixes(
-    request: ActionRequest, index: LineIndex, found: Sequence[Merged]
+    request: ActionRequest,
+    index: LineIndex,
+    found: Sequence[Merged],
+    applicable: Sequence[Sequence[Fix]],
 ) -> list[types.CodeAction]:
     """ "Measure this fix" for each fix offered here: a command, run only when picked."""
     actions = []
-    for merged in found:
+    for merged, fixes in zip(found, applicable, strict=True):
         finding = merged.finding
-        for fix in _applicable(request, finding):
+        for fix in fixes:
             arguments = {
                 "uri": request.uri,
                 "line": finding.span.line,

@@ -198,11 +198,13 @@ class Profiles:
         last = int(source.get("last_line") or first + 1) - 1
         stale = set(range(first, last + 1)) | set(lines)
         profile.lines = {n: c for n, c in profile.lines.items() if n not in stale} | lines
-        profile.measured = {n: m for n, m in profile.measured.items() if n not in stale}
+        # a new dict, never one changed in place: a worker thread may be merging the old one
+        measured = {n: m for n, m in profile.measured.items() if n not in stale}
         backend = str(payload.get("backend") or "")
         if backend in GPU_BACKENDS:
             wall = float(payload.get("wall_s") or 0.0)
-            profile.measured |= {n: MeasuredLine(c, wall, backend) for n, c in lines.items()}
+            measured |= {n: MeasuredLine(c, wall, backend) for n, c in lines.items()}
+        profile.measured = measured
         profile.backend = payload.get("backend")
         profile.text = text
         self.revision += 1
