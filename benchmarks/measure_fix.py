@@ -3,7 +3,7 @@ and a compute-bound cell, each measured as it is and with its GPU001 fix, as the
 action and `gpulens measure-fix` measure them. Prints each result's sentence: the medians, the
 runs' ranges (the noise), the verdict and the records that changed.
 
-Targets (issue 14): on the training cell the sync count drops and the fix is faster beyond the
+Targets: on the training cell the sync count drops and the fix is faster beyond the
 noise; on the compute-bound cell, where the one wait per step costs next to nothing, the result
 says the fix is not faster.
 
