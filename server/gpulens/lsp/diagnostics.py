@@ -5,6 +5,11 @@ is analysed off the event loop, so requests keep being answered while it runs. A
 published only if the text it was computed from is still the current one, so an older
 analysis finishing late never overwrites a newer one. Code actions and hover reuse the
 latest result, or wait for the one being computed for the current text.
+
+Where a profile measured lines of a document (`Profiles.measured_of`), its findings are
+shown merged with those measurements (`gpulens.profiler.measured`), in a worker thread too:
+the merge may analyse a line again to find the fix for a sync the profile measured. A new
+profile, a cleared one or an edit of a measured line publishes them again.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ import contextlib
 import logging
 import os
 import traceback
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -23,7 +28,7 @@ from lsprotocol import types
 
 from gpulens.analysis import Analysis
 from gpulens.analysis.incremental import DocumentAnalyzer
-from gpulens.lsp.convert import LineIndex, finding_to_diagnostic
+from gpulens.lsp.convert import LineIndex, merged_to_diagnostic
 from gpulens.lsp.documents import (
     MAX_ANALYSED_CHARS,
     Snapshot,
@@ -34,6 +39,7 @@ from gpulens.lsp.documents import (
     target_of,
 )
 from gpulens.lsp.settings import FIRST_SETTINGS_TIMEOUT_S
+from gpulens.profiler.measured import MeasuredLine, Merged, merge_measured
 
 if TYPE_CHECKING:
     from gpulens.lsp.server import GpulensServer
@@ -78,6 +84,9 @@ class DiagnosticsScheduler:
         self._timers: dict[str, asyncio.Task[None]] = {}
         self._running: dict[str, tuple[Snapshot, asyncio.Future[Result]]] = {}
         self._results: dict[str, Result] = {}
+        # per target: the result, the profiles' revision and the findings shown for them
+        self._shown: dict[str, tuple[Result, int, list[list[Merged]]]] = {}
+        self._republishing: set[asyncio.Task[None]] = set()
         self._published_cells: dict[str, set[str]] = {}
         self._too_large_reported: set[str] = set()
         # per open document: the parse and function results of its earlier versions
@@ -160,20 +169,66 @@ class DiagnosticsScheduler:
         latest = snapshot_of(self._server, snapshot.target)
         if latest is not None and latest.same_input(snapshot):
             self._results[snapshot.target] = result
-            self._publish(result)
+            shown = await self.shown(result)
+            latest = snapshot_of(self._server, snapshot.target)
+            if latest is not None and latest.same_input(snapshot):
+                self._publish(result, shown)
         return result
 
-    def _publish(self, result: Result) -> None:
+    async def shown(self, result: Result) -> list[list[Merged]]:
+        """The findings shown for each text of `result`: its analysis's, merged with what a
+        profile measured there. Computed in a worker thread, once per result and profile."""
+        target = result.snapshot.target
+        profiles = self._server.profiles
+        revision = profiles.revision
+        cached = self._shown.get(target)
+        if cached is not None and cached[0] is result and cached[1] == revision:
+            return cached[2]
+        measured = [profiles.measured_of(uri) for uri in result.snapshot.uris]
+        if any(measured):
+            loop = asyncio.get_running_loop()
+            shown = await loop.run_in_executor(self.pool, _merged, result, measured)
+        else:
+            shown = _merged(result, measured)
+        if self._results.get(target) is result:
+            self._shown[target] = (result, revision, shown)
+        return shown
+
+    def republish(self, uri: str) -> None:
+        """Publish the diagnostics of `uri` again (its profile changed), from its latest
+        analysis; analyse it first where there is none for its text."""
+        target = target_of(self._server, uri)
+        if target is None:
+            return
+        result = self._results.get(target)
+        latest = snapshot_of(self._server, target)
+        if result is None or latest is None or not result.snapshot.same_input(latest):
+            self.schedule(target, delay_s=0)
+            return
+        task = asyncio.get_running_loop().create_task(self._republish(target, result))
+        self._republishing.add(task)
+        task.add_done_callback(self._republishing.discard)
+
+    async def _republish(self, target: str, result: Result) -> None:
+        try:
+            shown = await self.shown(result)
+        except Exception:
+            logger.exception("merging the profile of %s failed", target)
+            return
+        if self._results.get(target) is result:  # no newer analysis published meanwhile
+            self._publish(result, shown)
+
+    def _publish(self, result: Result, shown: Sequence[Sequence[Merged]]) -> None:
         snapshot = result.snapshot
         if result.analyses is None:
             self._report_too_large(snapshot)
         codec = self._server.workspace.position_codec
         for index, (uri, text) in enumerate(zip(snapshot.uris, snapshot.texts, strict=True)):
-            findings = [] if result.analyses is None else result.analyses[index].findings
+            findings = shown[index]
             diagnostics: list[types.Diagnostic] = []
             if findings:  # no line table for a text without findings: 5 MB would cost 100 ms
                 line_index = LineIndex(text, codec)
-                diagnostics = [finding_to_diagnostic(f, line_index) for f in findings]
+                diagnostics = [merged_to_diagnostic(f, line_index) for f in findings]
             self._server.text_document_publish_diagnostics(
                 types.PublishDiagnosticsParams(
                     uri=uri, version=snapshot.version_of(uri), diagnostics=diagnostics
@@ -215,12 +270,24 @@ class DiagnosticsScheduler:
         if timer is not None:
             timer.cancel()
         self._results.pop(target, None)
+        self._shown.pop(target, None)
         self._analyzers.pop(target, None)
         self._too_large_reported.discard(target)
         for uri in {*uris, *self._published_cells.pop(target, set())}:
             self.clear(uri)
 
     def shutdown(self) -> None:
-        for timer in self._timers.values():
+        for timer in [*self._timers.values(), *self._republishing]:
             timer.cancel()
         self.pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _merged(result: Result, measured: Sequence[Mapping[int, MeasuredLine]]) -> list[list[Merged]]:
+    """Each text's findings, merged with the lines measured on it."""
+    snapshot = result.snapshot
+    if result.analyses is None:
+        return [[] for _ in snapshot.texts]
+    return [
+        merge_measured(analysis.findings, lines, text, snapshot.config)
+        for analysis, lines, text in zip(result.analyses, measured, snapshot.texts, strict=True)
+    ]
