@@ -15,8 +15,11 @@ HELP = "measure a finding's fix: run its cell as it is and fixed, and compare ti
 
 _EPILOG = """\
 The cell is the `# %%` cell holding line L (the whole file where it has no cells), run with the
-cells before it as setup, each run in a fresh subprocess, alternating as-is and fixed runs. The
-fix is the finding's first safe one unless --fix names another by its title. Nothing is written.
+cells before it as setup, each run in a fresh subprocess, alternating as-is and fixed runs. Each
+run profiles the cell (its records; its warm-up) and then times a second, unprofiled run of it,
+until its GPU work is done: those times are compared, by an exact one-sided Mann-Whitney test
+at p <= 0.05. The fix is the finding's first safe one unless --fix names another by its title.
+Nothing is written.
 exit status: 0 measured (faster or not: the report says), 1 a run failed, 2 usage error.
 """
 
@@ -36,10 +39,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--fix", metavar="TITLE", help="the fix's title, where it has several")
     parser.add_argument(
         "--runs",
-        type=whole_number(2, "a number of runs"),
+        type=whole_number(3, "a number of runs"),
         default=None,
         metavar="N",
-        help="runs of each version (default 5)",
+        help="runs of each version (default 5, at least 3)",
     )
     parser.add_argument(
         "--json", action="store_true", help="print the gpulens.measure-fix/1 result"

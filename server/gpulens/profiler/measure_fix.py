@@ -1,13 +1,21 @@
 """ "Measure this fix": a cell run as it is and with one fix applied, several times each, each
-run in a fresh subprocess under the profiler; wall times compared with their noise, and the
-records that changed (syncs 200 → 1, copies to the GPU 100 → 1, pageable → pinned).
+run in a fresh subprocess; wall times compared with an exact rank test, and the records that
+changed (syncs 200 → 1, copies to the GPU 100 → 1, pageable → pinned).
 
 The fixed text exists only in memory: it goes to the runner as the text to run (earlier cells
-as setup, as `gpulens profile --cell` runs them), so the file is never written. The runs
-alternate (as is, fixed, as is, ...) so that a machine warming up or slowing down weighs on
-both alike. The fix counts as faster only when every fixed run beat every run as it was
-(with 5 runs each, chance alone orders them so once in 252), as slower in the opposite case;
-otherwise the difference is within the noise and the result says so.
+as setup, as `gpulens profile --cell` runs them), so the file is never written. Each run's
+process runs the cell twice (`child.time_again`): under the profiler first, which gives the
+records and warms what a first run pays once (kernels loaded, library handles made, the GPU's
+clocks up), then unprofiled, timed from its first line until its GPU work is done. Only that
+second time is compared: it holds what the fix can change and none of the process's start,
+the setup, the first run's one-off costs or the profiler's per-launch costs, which would
+weigh on the version that launches more.
+
+The runs alternate (as is, fixed, as is, ...) so that a machine warming up or slowing down
+weighs on both alike. The fix counts as faster when the exact one-sided Mann–Whitney test
+(`rank_test`) finds the fixed runs shorter at p <= ALPHA, as slower in the opposite case;
+otherwise the difference is within the noise and the result says so. The noise is stated as
+the runs' spread: their range, and its half over the median (±).
 
 `plan_measurement` and `summarize` are pure; `run_measurement` starts the subprocesses
 (`runner.run_profile`). The result is a `gpulens.measure-fix/1` payload whose `message` is
@@ -28,13 +36,18 @@ from gpulens.analysis.edits import apply_fixes, first_safe_fix
 from gpulens.analysis.model import Finding, Fix
 from gpulens.profiler.cells import cell_at_line, split_cells
 from gpulens.profiler.display import run_name
+from gpulens.profiler.rank_test import rank_test
 from gpulens.profiler.runner import StopRequest, _kill_group, run_profile
 from gpulens.profiler.schema import KERNELS, SYNCS, TRANSFERS
 from gpulens.profiler.units import short_count, short_seconds
 
 SCHEMA = "gpulens.measure-fix/1"
 DEFAULT_RUNS = 5
-MIN_RUNS = 2
+# with 3 runs each, only a complete separation gives p <= ALPHA (1 / 20); fewer can never
+MIN_RUNS = 3
+# the one-sided level at which the fix is called faster (or slower)
+ALPHA = 0.05
+TEST_NAME = "exact one-sided Mann–Whitney U"
 VERDICTS = ("faster", "slower", "within-noise", "failed", "stopped", "refused")
 
 
@@ -140,11 +153,12 @@ def run_measurement(
             cwd=cwd,
             stop=stop,
             on_start=on_start,
+            timed=True,
         )
         side.append(payload)
         if on_run is not None:
             on_run(index + 1, total)
-        if payload.get("error"):
+        if _run_error(payload) is not None:
             break
     stopped = stop.reason if stop is not None and stop.count else None
     return summarize(plan, before, after, stopped=stopped)
@@ -191,22 +205,55 @@ def record_changes(before: Mapping[str, int], after: Mapping[str, int]) -> list[
     ]
 
 
+def timed_wall(payload: Mapping[str, Any]) -> float | None:
+    """The run's timed second run of the cell, in seconds (None where it has none)."""
+    timed = payload.get("timed") or {}
+    wall = timed.get("wall_s")
+    return None if wall is None else float(wall)
+
+
+def _run_error(payload: Mapping[str, Any]) -> tuple[dict[str, Any], bool] | None:
+    """How a run failed, and whether it was in the cell's second (timed) run; None: it did not."""
+    if payload.get("error"):
+        return dict(payload["error"]), False
+    timed = payload.get("timed") or {}
+    if timed.get("error"):
+        return dict(timed["error"]), True
+    if "timed" in payload and timed_wall(payload) is None:
+        return {"type": "Error", "message": "the timed run left no time", "line": None}, True
+    return None
+
+
 def _side(payloads: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    walls = [float(p.get("wall_s") or 0) for p in payloads if not p.get("error")]
-    side: dict[str, Any] = {"runs": len(walls), "wall_s": walls}
+    ok = [p for p in payloads if _run_error(p) is None]
+    walls = [_wall(p) for p in ok]
+    side: dict[str, Any] = {
+        "runs": len(walls),
+        "wall_s": walls,
+        # the profiled first runs' cell times, for the record: not compared (module docstring)
+        "profiled_wall_s": [float(p.get("wall_s") or 0) for p in ok],
+    }
     if walls:
+        median = statistics.median(walls)
         side.update(
-            median_s=statistics.median(walls),
+            median_s=median,
             min_s=min(walls),
             max_s=max(walls),
+            spread=(max(walls) - min(walls)) / 2 / median if median > 0 else 0.0,
         )
-    ok = [p for p in payloads if not p.get("error")]
     side["records"] = record_totals(_median_run(ok)) if ok else None
     return side
 
 
+def _wall(payload: Mapping[str, Any]) -> float:
+    """The time compared: the timed run's where there is one (a payload without, from an
+    older child or a test, gives its profiled cell time)."""
+    wall = timed_wall(payload)
+    return float(payload.get("wall_s") or 0) if wall is None else wall
+
+
 def _median_run(payloads: Sequence[Mapping[str, Any]]) -> Mapping[str, Any]:
-    ordered = sorted(payloads, key=lambda p: float(p.get("wall_s") or 0))
+    ordered = sorted(payloads, key=_wall)
     return ordered[(len(ordered) - 1) // 2]
 
 
@@ -215,15 +262,35 @@ def _range(side: Mapping[str, Any]) -> str:
     return low if low == high else f"{low}–{high}"
 
 
-def _failure(payloads: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:
-    return next((p for p in payloads if p.get("error")), None)
+def _percent(share: float) -> str:
+    return f"{share * 100:.0f} %" if share >= 0.01 else "<1 %"
 
 
-def _failure_words(payload: Mapping[str, Any], how: str) -> str:
-    error = payload.get("error") or {}
+def p_text(p: float) -> str:
+    """A p-value as the message gives it: "0.004", "0.027", "0.21", "< 0.001"."""
+    if p < 0.001:
+        return "< 0.001"
+    return f"= {p:.1g}" if p < 0.01 else f"= {p:.2g}"
+
+
+def _failure(payloads: Sequence[Mapping[str, Any]]) -> tuple[dict[str, Any], bool] | None:
+    return next((found for p in payloads if (found := _run_error(p)) is not None), None)
+
+
+def _failure_words(failure: tuple[dict[str, Any], bool], how: str) -> str:
+    error, second = failure
     at = f" at line {error['line']}" if error.get("line") else ""
     message = str(error.get("message") or "").rstrip(". ")
-    return f"the cell {how} stopped{at}: {error.get('type', 'Error')}: {message}"
+    when = (
+        " when run a second time (each run profiles the cell, then times a second run of it)"
+        if second
+        else ""
+    )
+    return f"the cell {how} stopped{when}{at}: {error.get('type', 'Error')}: {message}"
+
+
+def _counts(before: int, after: int) -> str:
+    return f"{before} runs each" if before == after else f"{before} and {after} runs"
 
 
 def summarize(
@@ -233,8 +300,8 @@ def summarize(
     *,
     stopped: str | None = None,
 ) -> dict[str, Any]:
-    """The result of the runs: each side's wall times (median, range), the verdict, the
-    records that changed, and the words for it."""
+    """The result of the runs: each side's wall times (median, range, spread), the rank
+    test and its verdict, the records that changed, and the words for it."""
     sides = {"before": _side(before), "after": _side(after)}
     first = next(iter([*before, *after]), {})
     name = run_name(dict(first)) if first else plan.path
@@ -242,6 +309,7 @@ def summarize(
     failed_before, failed_after = _failure(before), _failure(after)
     changes: list[dict[str, Any]] = []
     speedup: float | None = None
+    test: dict[str, Any] | None = None
     notes: list[str] = []
     if stopped is not None:
         verdict = "stopped"
@@ -262,26 +330,41 @@ def summarize(
         b, a = sides["before"], sides["after"]
         speedup = b["median_s"] / a["median_s"] if a["median_s"] > 0 else None
         changes = record_changes(b["records"], a["records"])
-        if a["max_s"] < b["min_s"]:
-            verdict = "faster"
-        elif a["min_s"] > b["max_s"]:
-            verdict = "slower"
+        ranks = rank_test(b["wall_s"], a["wall_s"])
+        test = {
+            "name": TEST_NAME,
+            "alpha": ALPHA,
+            "u": ranks.u,
+            "p_faster": ranks.p_greater,
+            "p_slower": ranks.p_less,
+        }
+        if ranks.p_greater <= ALPHA:
+            verdict, p = "faster", ranks.p_greater
+        elif ranks.p_less <= ALPHA:
+            verdict, p = "slower", ranks.p_less
         else:
-            verdict = "within-noise"
+            verdict, p = "within-noise", ranks.p_greater
         times = (
-            f"{short_seconds(b['median_s'])} → {short_seconds(a['median_s'])} (median of "
-            f"{b['runs']} runs each; runs took {_range(b)} as it is, {_range(a)} fixed)"
+            f"{short_seconds(b['median_s'])} → {short_seconds(a['median_s'])} (medians), "
+            f"p {p_text(p)} over {_counts(b['runs'], a['runs'])}"
+        )
+        noise = (
+            f"noise: runs of {_range(b)} as it is, ±{_percent(b['spread'])}; "
+            f"{_range(a)} fixed, ±{_percent(a['spread'])}"
         )
         if verdict == "faster":
             ratio = f"{speedup:.2f}× faster" if speedup else "faster"
-            lead = f"“{plan.fix_title}” makes {name} {ratio}, beyond the noise: {times}"
+            lead = f"“{plan.fix_title}” makes {name} {ratio}, beyond the noise: {times} ({noise})"
         elif verdict == "slower":
             ratio = f" ({a['median_s'] / b['median_s']:.2f}× the time)" if b["median_s"] else ""
-            lead = f"“{plan.fix_title}” makes {name} slower{ratio}: {times}"
+            lead = (
+                f"“{plan.fix_title}” makes {name} slower{ratio}, beyond the noise: "
+                f"{times} ({noise})"
+            )
         else:
             lead = (
-                f"“{plan.fix_title}” does not make {name} faster beyond the noise: {times}; "
-                "the runs overlap"
+                f"“{plan.fix_title}” does not make {name} faster beyond the noise: {times}, "
+                f"above {ALPHA:g} ({noise})"
             )
         records = (
             "; records: " + ", ".join(change["text"] for change in changes)
@@ -291,6 +374,11 @@ def summarize(
             else ""
         )
         message = f"gpulens: {lead}{records}."
+        if ranks.p_floor > ALPHA:
+            notes.append(
+                f"{_counts(b['runs'], a['runs'])} cannot show a difference at p <= {ALPHA:g}: "
+                f"measure {MIN_RUNS} or more of each"
+            )
         if backend == "host":
             notes.append(
                 "the host backend records no GPU work: only the times are compared "
@@ -303,6 +391,7 @@ def summarize(
         "backend": backend,
         "verdict": verdict,
         "speedup": None if speedup is None else round(speedup, 4),
+        "test": test,
         "before": sides["before"],
         "after": sides["after"],
         "changes": changes,
@@ -315,7 +404,7 @@ def summarize(
 
 def refused(path: str, line: int, code: str, reason: str) -> dict[str, Any]:
     """The result of a request that ran nothing: `reason` says why, in a sentence."""
-    empty = {"runs": 0, "wall_s": [], "records": None}
+    empty = {"runs": 0, "wall_s": [], "profiled_wall_s": [], "records": None}
     return {
         "schema": SCHEMA,
         "source": {"path": path, "cell": None, "line": line, "rule": code},
@@ -323,6 +412,7 @@ def refused(path: str, line: int, code: str, reason: str) -> dict[str, Any]:
         "backend": "none",
         "verdict": "refused",
         "speedup": None,
+        "test": None,
         "before": dict(empty),
         "after": dict(empty),
         "changes": [],

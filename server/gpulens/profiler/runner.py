@@ -425,9 +425,11 @@ def run_profile(
     stop: StopRequest | None = None,
     nproc_per_node: int | None = None,
     memory: bool = MEMORY_BY_DEFAULT,
+    timed: bool = False,
 ) -> dict[str, Any]:
     """Profiles `path` (or the cell `cell` / the cell holding `line`) in a subprocess;
-    `memory`: whether it records GPU memory too.
+    `memory`: whether it records GPU memory too; `timed`: the cell then runs once more,
+    unprofiled, its wall time in the payload's `timed` (see `child.time_again`).
 
     `text` is the file's content when the caller has it (an editor's unsaved buffer);
     `cwd` the working directory to run it in (default: ours); `on_output` and `stop` as for
@@ -454,6 +456,8 @@ def run_profile(
         memory=memory,
     )
     job["path"] = os.path.abspath(path)
+    if timed:
+        job["timed"] = True
     if nproc_per_node is not None:
         from gpulens.profiler.ranks import run_ranks
 

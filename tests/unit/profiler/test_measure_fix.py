@@ -26,6 +26,7 @@ from gpulens.profiler.measure_fix import (
     record_totals,
     summarize,
 )
+from gpulens.profiler.runner import run_profile
 
 from .conftest import FIXTURES
 
@@ -53,8 +54,17 @@ def plan_of(text: str = TRAIN.format(costs="")) -> Any:
     return plan_measurement("train.py", text, finding, fix)
 
 
-def run(wall_s: float, *, syncs: int = 0, pageable: int = 0, pinned: int = 0, **extra: Any):
-    """A run's payload, reduced to what the verdict reads: its wall time and records."""
+def run(
+    wall_s: float,
+    *,
+    profiled: float | None = None,
+    syncs: int = 0,
+    pageable: int = 0,
+    pinned: int = 0,
+    **extra: Any,
+) -> dict[str, Any]:
+    """A run's payload, reduced to what the verdict reads: the cell's timed second run
+    (`wall_s`), its profiled first run (`profiled`, default the same) and its records."""
     line = {
         "line": SYNC_LINE,
         "hits": 100,
@@ -63,7 +73,14 @@ def run(wall_s: float, *, syncs: int = 0, pageable: int = 0, pinned: int = 0, **
         "transfers": {"htod": {"count": pageable + pinned, "pageable": pageable, "pinned": pinned}},
     }
     source = {"path": "train.py", "cell": 2, "first_line": 6}
-    return {"wall_s": wall_s, "backend": "cupti", "source": source, "lines": [line], **extra}
+    return {
+        "wall_s": wall_s if profiled is None else profiled,
+        "timed": {"wall_s": wall_s, "error": None},
+        "backend": "cupti",
+        "source": source,
+        "lines": [line],
+        **extra,
+    }
 
 
 # -- choosing and planning ----------------------------------------------------------------------
@@ -102,36 +119,78 @@ def test_a_request_without_a_fix_to_measure_says_why() -> None:
 # -- the verdict --------------------------------------------------------------------------------
 
 
-def test_faster_only_when_every_fixed_run_beats_every_run_as_it_was() -> None:
+def test_faster_when_the_rank_test_finds_the_fixed_runs_shorter_at_the_stated_level() -> None:
     plan = plan_of()
-    before = [run(0.40, syncs=200), run(0.42, syncs=200), run(0.41, syncs=200)]
-    after = [run(0.20, syncs=1), run(0.21, syncs=1), run(0.19, syncs=1)]
+    before = [run(t, syncs=200) for t in (0.40, 0.42, 0.41, 0.43, 0.39)]
+    # one fixed run is as slow as the runs as they were: the ranges overlap, yet 23.5 of the
+    # 25 pairs favour the fix, which chance alone gives 3 times in 252
+    after = [run(t, syncs=1) for t in (0.30, 0.31, 0.29, 0.40, 0.28)]
     result = summarize(plan, before, after)
     assert result["verdict"] == "faster" and result["apply"]
-    assert result["speedup"] == pytest.approx(0.41 / 0.20, rel=1e-3)
-    assert result["before"]["median_s"] == 0.41 and result["after"]["median_s"] == 0.20
+    assert result["test"] == {
+        "name": "exact one-sided Mann–Whitney U",
+        "alpha": 0.05,
+        "u": 23.5,
+        "p_faster": pytest.approx(3 / 252),
+        "p_slower": pytest.approx(251 / 252),
+    }
+    assert result["speedup"] == pytest.approx(0.41 / 0.30, rel=1e-3)
+    assert result["before"]["median_s"] == 0.41 and result["after"]["median_s"] == 0.30
+    assert result["after"]["spread"] == pytest.approx(0.06 / 0.30)
     assert result["message"] == (
-        f"gpulens: “{FIX_TITLE}” makes cell 2 of train.py 2.05× faster, beyond the noise: "
-        "410 ms → 200 ms (median of 3 runs each; runs took 400 ms–420 ms as it is, "
-        "190 ms–210 ms fixed); records: syncs 200 → 1."
+        f"gpulens: “{FIX_TITLE}” makes cell 2 of train.py 1.37× faster, beyond the noise: "
+        "410 ms → 300 ms (medians), p = 0.012 over 5 runs each (noise: runs of 390 ms–430 ms "
+        "as it is, ±5 %; 280 ms–400 ms fixed, ±20 %); records: syncs 200 → 1."
     )
-    assert result["level"] == "info"
+    assert result["level"] == "info" and result["notes"] == []
 
-    overlapping = [run(0.39, syncs=1), run(0.30, syncs=1), run(0.42, syncs=1)]
+
+def test_overlapping_runs_are_within_the_noise_and_the_p_value_says_how_far() -> None:
+    plan = plan_of()
+    before = [run(t, syncs=200) for t in (0.40, 0.42, 0.41)]
+    overlapping = [run(t, syncs=1) for t in (0.39, 0.30, 0.42)]
     within = summarize(plan, before, overlapping)
     assert within["verdict"] == "within-noise" and within["level"] == "warning"
+    assert within["test"]["p_faster"] == pytest.approx(0.25)
     assert within["message"] == (
         f"gpulens: “{FIX_TITLE}” does not make cell 2 of train.py faster beyond the noise: "
-        "410 ms → 390 ms (median of 3 runs each; runs took 400 ms–420 ms as it is, "
-        "300 ms–420 ms fixed); the runs overlap; records: syncs 200 → 1."
+        "410 ms → 390 ms (medians), p = 0.25 over 3 runs each, above 0.05 (noise: runs of "
+        "400 ms–420 ms as it is, ±2 %; 300 ms–420 ms fixed, ±15 %); records: syncs 200 → 1."
     )
 
-    slower = summarize(plan, before, [run(0.8), run(0.81), run(0.82)])
+
+def test_slower_is_the_same_test_the_other_way() -> None:
+    plan = plan_of()
+    before = [run(t, syncs=200) for t in (0.40, 0.42, 0.41, 0.43, 0.39)]
+    slower = summarize(plan, before, [run(t) for t in (0.8, 0.81, 0.82, 0.5, 0.79)])
     assert slower["verdict"] == "slower"
+    assert slower["test"]["p_slower"] == pytest.approx(1 / 252)
     assert slower["message"].startswith(
-        f"gpulens: “{FIX_TITLE}” makes cell 2 of train.py slower (1.98× the time): "
+        f"gpulens: “{FIX_TITLE}” makes cell 2 of train.py slower (1.95× the time), beyond the "
+        "noise: 410 ms → 800 ms (medians), p = 0.004 over 5 runs each (noise: "
     )
     assert slower["message"].endswith("; records: syncs 200 → 0.")
+
+
+def test_two_runs_each_are_never_enough_and_the_result_says_so() -> None:
+    before = [run(t, syncs=200) for t in (0.40, 0.42)]
+    result = summarize(plan_of(), before, [run(t) for t in (0.10, 0.11)])
+    assert result["verdict"] == "within-noise"
+    assert result["test"]["p_faster"] == pytest.approx(1 / 6)
+    assert result["notes"] == [
+        "2 runs each cannot show a difference at p <= 0.05: measure 3 or more of each"
+    ]
+
+
+def test_the_times_compared_are_the_second_unprofiled_runs() -> None:
+    # the profiled first runs (cold, under the profiler) say the opposite of the timed ones
+    before = [run(t, profiled=0.2, syncs=200) for t in (0.40, 0.42, 0.41)]
+    after = [run(t, profiled=0.5, syncs=1) for t in (0.20, 0.21, 0.19)]
+    result = summarize(plan_of(), before, after)
+    assert result["verdict"] == "faster", result["message"]
+    assert result["before"]["wall_s"] == [0.40, 0.42, 0.41]
+    assert result["before"]["profiled_wall_s"] == [0.2, 0.2, 0.2]
+    assert result["after"]["median_s"] == 0.20
 
 
 def test_the_records_that_changed_are_named_pageable_to_pinned_included() -> None:
@@ -175,6 +234,15 @@ def test_a_failed_or_stopped_run_is_said_and_nothing_is_offered() -> None:
     assert failed["message"] == (
         "gpulens: the fix was not measured: the cell as it is stopped: NameError: x."
     )
+    again = run(0.1)
+    again["timed"] = {"wall_s": None, "error": {"type": "NameError", "message": "y", "line": 9}}
+    second = summarize(plan, [run(0.4)], [again])
+    assert second["verdict"] == "failed" and not second["apply"]
+    assert second["message"] == (
+        f"gpulens: “{FIX_TITLE}” breaks cell 2 of train.py: the cell with the fix stopped when "
+        "run a second time (each run profiles the cell, then times a second run of it) at "
+        "line 9: NameError: y. Nothing was changed."
+    )
     stopped = summarize(plan, [run(0.4)], [], stopped="SIGINT")
     assert stopped["verdict"] == "stopped"
     assert stopped["message"] == (
@@ -183,6 +251,54 @@ def test_a_failed_or_stopped_run_is_said_and_nothing_is_offered() -> None:
 
 
 # -- real runs ----------------------------------------------------------------------------------
+
+
+# a cell whose first run pays a one-off cost, as loading its kernels or making a library's
+# handle would, and which counts its runs in the namespace they share
+WARMING = """\
+import time
+
+# %% setup
+runs = []
+
+# %% the cell
+if not runs:
+    time.sleep(0.3)
+runs.append(len(runs))
+time.sleep(0.01)
+assert len(runs) <= {fails_after}, "run again"
+print(runs)
+"""
+
+
+def test_a_timed_run_is_the_cells_second_run_after_its_profiled_one(tmp_path: Path) -> None:
+    path = tmp_path / "warming.py"
+    path.write_text(WARMING.format(fails_after=2), encoding="utf-8")
+    payload = run_profile(str(path), cell=2, backend="host", timed=True, timeout=60)
+    assert payload["error"] is None, payload["error"]
+    # the profiled run paid the one-off cost; the timed one, in the same namespace, did not
+    assert payload["wall_s"] >= 0.3
+    assert payload["timed"]["error"] is None
+    assert 0.01 <= payload["timed"]["wall_s"] < 0.2
+    assert "[0, 1]" in payload["output"]
+    # without `timed`, a profile runs the cell once, as ever
+    once = run_profile(str(path), cell=2, backend="host", timeout=60)
+    assert "timed" not in once and "[0, 1]" not in once["output"]
+
+
+def test_a_cell_that_fails_when_run_again_says_so(tmp_path: Path) -> None:
+    path = tmp_path / "once.py"
+    path.write_text(WARMING.format(fails_after=1), encoding="utf-8")
+    payload = run_profile(str(path), cell=2, backend="host", timed=True, timeout=60)
+    assert payload["error"] is None
+    assert payload["timed"] == {
+        "wall_s": None,
+        "error": {"type": "AssertionError", "message": "run again", "line": 11},
+    }
+    # the first run failing, there is no second
+    path.write_text(WARMING.format(fails_after=0), encoding="utf-8")
+    payload = run_profile(str(path), cell=2, backend="host", timed=True, timeout=60)
+    assert payload["error"]["type"] == "AssertionError" and payload["timed"] is None
 
 
 def measure_fix(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -238,8 +354,12 @@ def test_the_cli_says_when_a_fix_is_slower_and_when_it_breaks_the_cell(tmp_path:
         (["train.py", "--line", "3", "--rule", "GPU001"], "train.py: line 3 has no GPU001 finding"),
         (["train.py", "--line", "0", "--rule", "GPU001"], "expected a line number of 1 or more"),
         (["train.py", "--rule", "GPU001"], "the following arguments are required: --line"),
+        (
+            ["train.py", "--line", "9", "--rule", "GPU001", "--runs", "2"],
+            "expected a number of runs of 3 or more, got 2",
+        ),
     ],
-    ids=["no-file", "no-finding", "bad-line", "no-line"],
+    ids=["no-file", "no-finding", "bad-line", "no-line", "two-runs"],
 )
 def test_the_cli_refuses_a_request_it_cannot_measure_in_one_line(
     tmp_path: Path, args: list[str], error: str
