@@ -48,7 +48,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--json", action="store_true", help="print the gpulens.measure-fix/1 result"
     )
     parser.add_argument(
-        "--timeout", type=positive_seconds, default=None, metavar="S", help="limit of each run"
+        "--timeout",
+        type=positive_seconds,
+        default=None,
+        metavar="S",
+        help="limit of each run (its process, both runs of the cell)",
     )
     parser.add_argument(
         "--python",

@@ -67,8 +67,11 @@ def test_runs_that_never_overlap_give_the_smallest_p_their_number_allows(
 @pytest.mark.parametrize(
     ("n", "alpha", "critical"),
     # the largest U still significant, from the standard tables of the Mann–Whitney U
-    [(5, 0.05, 4), (5, 0.025, 2), (5, 0.01, 1), (7, 0.05, 11), (7, 0.025, 8), (7, 0.01, 6)]
-    + [(10, 0.05, 27), (10, 0.025, 23), (10, 0.01, 19)],
+    [
+        *[(5, 0.05, 4), (5, 0.025, 2), (5, 0.01, 1)],
+        *[(7, 0.05, 11), (7, 0.025, 8), (7, 0.01, 6)],
+        *[(10, 0.05, 27), (10, 0.025, 23), (10, 0.01, 19)],
+    ],
 )
 def test_the_critical_values_of_the_tables(n: int, alpha: float, critical: int) -> None:
     assert rank_test(*with_u(n, critical)).p_less <= alpha
