@@ -10,6 +10,8 @@ GPULENS_FIXTURE_DIR set). What each must show is known from its source:
 - idle_sleep_loop: a tiny kernel then 5 ms of sleep, 20 times: the GPU idle nearly all the
   loop, and the loop's hint says so
 - idle_compute_bound: 20 queued 8192^3 matmuls: the GPU busy nearly all the cell
+- clock_after_torch_profiler: recorded after torch.profiler ran in the process (CUPTI then
+  stamps with the CPU's cycle counter): a 50 ms nap reads 50 ms, the GiB is on its lines
 """
 
 from __future__ import annotations
@@ -92,9 +94,21 @@ def test_a_compute_bound_loop_leaves_the_gpu_idle_only_before_and_after_its_work
         for family in ("kernels", "memset", "memcpy")
         for begin, end in zip(records[family]["start"], records[family]["end"], strict=True)
     ]
-    before = (min(begin for begin, _ in work) - events["start"]) / 1e9
-    after = (events["end"] - max(end for _, end in work)) / 1e9
+    # the cell's lines ran from its first line event to its last event (its return)
+    first_line = min(t for t, kind in zip(events["t"], events["kind"], strict=True) if kind == 0)
+    before = (min(begin for begin, _ in work) - first_line) / 1e9
+    after = (events["t"][-1] - max(end for _, end in work)) / 1e9
     idle = sum(line["gpu_idle_s"] for line in lines.values())
     assert payload["gpu_busy"]["share"] >= 0.95
     assert before + after - 1e-6 <= idle <= before + after + 20 * 10e-6
     assert not any(h["code"] == "gpu-idle" for line in lines.values() for h in line["hints"])
+
+
+def test_a_capture_made_after_torch_profiler_reads_in_seconds() -> None:
+    _, lines, source = replayed("clock_after_torch_profiler")
+    nap = lines[line_with(source, "# nap")]
+    assert 0.05 <= nap["host_s"] < 0.07
+    assert 0.05 <= nap["gpu_idle_s"] <= nap["own_s"] < 0.07
+    assert lines[line_with(source, "# alloc")]["memory"]["allocated"]["net"] == GiB
+    assert lines[line_with(source, "# free")]["memory"]["allocated"]["net"] == -GiB
+    assert lines[line_with(source, "# alloc")]["memory"]["reserved"]["net"] == GiB
