@@ -18,9 +18,12 @@ import argparse
 import shlex
 from typing import Any, NoReturn
 
+from gpulens.profiler.capture import MEMORY_BY_DEFAULT, MEMORY_CHOICES
+
 MIME = "application/vnd.gpulens.profile+json"
 _USAGE = (
-    "usage: %%gpulens [--backend auto|cupti|torch|host] [--cell N] [--no-memory]  |  "
+    "usage: %%gpulens [--backend auto|cupti|torch|host] [--cell N] "
+    "[--memory reserved|all|off] [--no-memory]  |  "
     "%gpulens status"
 )
 
@@ -45,8 +48,9 @@ def parse_options(line: str) -> argparse.Namespace:
     # where the cell stands in its notebook (from 1), for the report's header: the kernel
     # knows only the execution count; the editors that add `%%gpulens` say which cell it is
     parser.add_argument("--cell", type=_cell_number, default=None)
-    # GPU memory per line is recorded unless this says not to
-    parser.add_argument("--no-memory", dest="memory", action="store_false")
+    # GPU memory per line: the views recorded (the driver's by default)
+    parser.add_argument("--memory", choices=MEMORY_CHOICES, default=MEMORY_BY_DEFAULT)
+    parser.add_argument("--no-memory", dest="memory", action="store_const", const="off")
     try:
         return parser.parse_args(shlex.split(line))
     except argparse.ArgumentError as error:
@@ -58,11 +62,11 @@ def profile_cell_in_kernel(
     cell: str,
     backend: str = "auto",
     place: int | None = None,
-    memory: bool = True,
+    memory: str = MEMORY_BY_DEFAULT,
 ) -> tuple[dict[str, Any], BaseException | None]:
     """Runs `cell` in `shell.user_ns` under the profiler: (payload, the cell's exception).
     `place`: where the cell stands in its notebook, from 1, when the caller knows;
-    `memory`: whether GPU memory is recorded too."""
+    `memory`: the GPU memory views recorded (`capture.MEMORY_CHOICES`)."""
     import datetime as dt
 
     from gpulens.profiler.attribution import attribute_records

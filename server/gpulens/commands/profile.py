@@ -12,6 +12,7 @@ from typing import Any
 
 from gpulens.commands._paths import not_regular, unreachable
 from gpulens.commands._usage import OneLineParser, interpreter, positive_seconds, whole_number
+from gpulens.profiler.capture import MEMORY_BY_DEFAULT, MEMORY_CHOICES
 
 HELP = "run a script (or one `# %%` cell of it) and show each line's kernels, copies and syncs"
 
@@ -67,11 +68,19 @@ def _add_options(parser: argparse.ArgumentParser) -> None:
         help="capture backend (default: the best available)",
     )
     parser.add_argument(
+        "--memory",
+        choices=MEMORY_CHOICES,
+        default=MEMORY_BY_DEFAULT,
+        help="GPU memory per line: the driver's view (reserved, CUPTI's memory records; the "
+        "default), all (and torch's allocator view, allocated: costs more while the cell "
+        "runs) or off",
+    )
+    parser.add_argument(
         "--no-memory",
         dest="memory",
-        action="store_false",
-        help="do not record GPU memory per line (torch's allocator history, CUPTI's memory "
-        "records)",
+        action="store_const",
+        const="off",
+        help="the same as --memory off",
     )
     parser.add_argument(
         "--nproc-per-node",
@@ -182,7 +191,7 @@ def _replay_problem(args: argparse.Namespace, script_args: list[str]) -> str | N
             ("--timeout", args.timeout is not None),
             ("--python", args.python is not None),
             ("--backend", args.backend != "auto"),
-            ("--no-memory", not args.memory),
+            ("--memory", args.memory != MEMORY_BY_DEFAULT),
             ("--nproc-per-node", args.nproc_per_node is not None),
             ("-- ARGS", bool(script_args)),
         )

@@ -168,7 +168,7 @@ def attribute_records(events: LineEvents | Timeline, records: Mapping[str, Any])
                     if corr in dropped_corrs:
                         dropped[key] += 1
                 return None
-            return cost_of(line)
+            return costs.get(line) or cost_of(line)
 
         return place
 

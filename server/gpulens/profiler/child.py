@@ -55,7 +55,7 @@ def run_job(
     ``on_attributed`` the attribution; ``quiet_signals`` are ignored once the cell is done,
     so a late stop cannot cut the payload short."""
     from gpulens.profiler.attribution import attribute_records
-    from gpulens.profiler.capture import describe_error, profile_code
+    from gpulens.profiler.capture import MEMORY_BY_DEFAULT, describe_error, profile_code
     from gpulens.profiler.cells import last_line_of
     from gpulens.profiler.report import build_payload, failed_payload
 
@@ -99,7 +99,7 @@ def run_job(
         namespace,
         job.get("backend", "auto"),
         after_cell=None if timed else lambda: _ignore(quiet_signals),
-        memory=job.get("memory", True),
+        memory=job.get("memory", MEMORY_BY_DEFAULT),
     )
     wall = time.perf_counter() - started
     second: dict[str, Any] | None = None

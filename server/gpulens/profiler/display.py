@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,6 +32,8 @@ from gpulens.profiler.units import short_count, short_seconds
 
 # a kernel name longer than this is cut in the hover: C++ template names run to kilobytes
 KERNEL_NAME_CHARS = 80
+# what changes Markdown's rendering, escaped in plain text shown as Markdown
+_MARKDOWN_SPECIAL = re.compile(r"[\\`*_\[\]<>|]")
 HEAT_DIGITS = 3
 # what `annotate` writes into each line for an editor to draw at it (the line's `hints` are
 # in its hover, and in the report's notes)
@@ -94,7 +97,7 @@ def line_label(line: PayloadLine, context: LineContext | None = None) -> str:
 def markdown_text(text: str) -> str:
     """Plain text safe inside Markdown, tables too (kernel names hold `*`, `_`, `<` and `|`);
     only what would change the rendering is escaped, so plain-text clients stay readable."""
-    return "".join(f"\\{char}" if char in "\\`*_[]<>|" else char for char in text)
+    return _MARKDOWN_SPECIAL.sub(r"\\\g<0>", text)
 
 
 def _kernel_name(name: str) -> str:

@@ -68,10 +68,10 @@ def plan_job(
     line: int | None = None,
     args: Sequence[str] = (),
     backend: str = "auto",
-    memory: bool = MEMORY_BY_DEFAULT,
+    memory: str = MEMORY_BY_DEFAULT,
 ) -> dict[str, Any]:
     """The child's job: setup chunks (preamble, cells before) and the target chunk;
-    `memory`: whether the profile records GPU memory too."""
+    `memory`: the GPU memory views the profile records (`capture.MEMORY_CHOICES`)."""
     if cell is None and line is None:
         return {
             "path": path,
@@ -424,12 +424,13 @@ def run_profile(
     on_output: Callable[[bytes], None] | None = None,
     stop: StopRequest | None = None,
     nproc_per_node: int | None = None,
-    memory: bool = MEMORY_BY_DEFAULT,
+    memory: str = MEMORY_BY_DEFAULT,
     timed: bool = False,
 ) -> dict[str, Any]:
     """Profiles `path` (or the cell `cell` / the cell holding `line`) in a subprocess;
-    `memory`: whether it records GPU memory too; `timed`: the cell then runs once more,
-    unprofiled, its wall time in the payload's `timed` (see `child.time_again`).
+    `memory`: the GPU memory views it records (`capture.MEMORY_CHOICES`); `timed`: the cell
+    then runs once more, unprofiled, its wall time in the payload's `timed` (see
+    `child.time_again`).
 
     `text` is the file's content when the caller has it (an editor's unsaved buffer);
     `cwd` the working directory to run it in (default: ours); `on_output` and `stop` as for

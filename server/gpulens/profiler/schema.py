@@ -162,6 +162,7 @@ class Kernels(RecordKind):
 
     def tally(self, family: Family, place: Place, devices: set[int], names: Sequence[str]) -> None:
         collectives = collective_names(names)  # NCCL's kernels are `Collectives`' records
+        key, count = self.key, len(names)
         for corr, begin, finish, device, name in rows(family, self.columns):
             devices.add(device)
             if name in collectives:
@@ -170,14 +171,16 @@ class Kernels(RecordKind):
             if cost is None:
                 continue
             ns = finish - begin
-            block = cost[self.key]
+            block = cost[key]
             block["count"] += 1
             block["ns"] += ns
-            label = names[name] if 0 <= name < len(names) else "?"
-            by_name = block["by_name"].setdefault(label, [0, 0])
+            label = names[name] if 0 <= name < count else "?"
+            by_name = block["by_name"].get(label)
+            if by_name is None:
+                by_name = block["by_name"][label] = [0, 0]
             by_name[0] += 1
             by_name[1] += ns
-            per_device = device_tally(cost, device)
+            per_device = cost["devices"].get(device) or device_tally(cost, device)
             per_device["kernels"] += 1
             per_device["kernel_ns"] += ns
 

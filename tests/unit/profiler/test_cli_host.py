@@ -124,6 +124,20 @@ def test_missing_cell_is_a_usage_error(tmp_path: Path) -> None:
     assert "has no cell 7" in stderr
 
 
+def test_memory_views_are_chosen_by_name(tmp_path: Path) -> None:
+    """`--memory off|reserved|all` (`--no-memory` is `off`); another name is a usage error
+    that lists the choices, and nothing runs."""
+    for option in (["--memory", "all"], ["--memory", "off"], ["--no-memory"]):
+        code, payload, stderr = run_cli(tmp_path, "pass", "--cell", "2", *option)
+        assert code == 0, stderr
+        assert payload["lines"]
+    wrong = tmp_path / "wrong"
+    wrong.mkdir()
+    code, payload, stderr = run_cli(wrong, "print('ran')", "--cell", "2", "--memory", "most")
+    assert code == 2 and not payload
+    assert "--memory" in stderr and "'reserved', 'all'" in stderr
+
+
 @pytest.mark.parametrize("fmt", ["text", "html"])
 def test_text_and_html_reports(tmp_path: Path, fmt: str) -> None:
     script = tmp_path / "work.py"

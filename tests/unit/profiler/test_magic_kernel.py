@@ -161,13 +161,17 @@ def test_the_header_names_the_cell_by_its_place_or_by_its_run(kernel: Any) -> No
     assert status == "error" and reply["ename"] == "UsageError" and "--cell" in reply["evalue"]
 
 
-def test_no_memory_is_an_option_of_the_magic(kernel: Any) -> None:
-    """`--no-memory` profiles the cell without recording GPU memory; the usage names it."""
+def test_memory_views_are_an_option_of_the_magic(kernel: Any) -> None:
+    """`--memory off|reserved|all` (and `--no-memory`, which is `off`) choose the GPU memory
+    views; another name stops the cell with a usage error that lists them."""
     execute(kernel, "%load_ext gpulens")
-    status, bundles, _ = execute(kernel, "%%gpulens --backend host --no-memory\nx = 5")
-    assert status == "ok"
-    payload = bundles[0][MIME]
-    assert payload["peak"] is None and payload["lines"][0]["memory"] is None
-    msg_id = kernel.execute("%%gpulens --memory\nx = 6")
+    for option in ("--no-memory", "--memory off", "--memory all"):
+        status, bundles, _ = execute(kernel, f"%%gpulens --backend host {option}\nx = 5")
+        assert status == "ok", option
+        payload = bundles[0][MIME]
+        assert payload["peak"] is None and payload["lines"][0]["memory"] is None
+    msg_id = kernel.execute("%%gpulens --memory most\nx = 6")
     status, _, _, reply = execute_reply(kernel, msg_id)
-    assert status == "error" and "--no-memory" in reply["evalue"]
+    assert status == "error" and reply["ename"] == "UsageError"
+    assert "--memory" in reply["evalue"] and "reserved" in reply["evalue"]
+    assert "the cell did not run" in reply["evalue"]

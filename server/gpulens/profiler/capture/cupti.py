@@ -264,9 +264,9 @@ def _tables(cupti: Any) -> _Tables:
 class CuptiSession:
     name = "cupti"
 
-    def __init__(self, memory: bool = True) -> None:
-        """`memory`: also record GPU memory (CUPTI's memory records, torch's allocator
-        history where torch runs)."""
+    def __init__(self, memory: str = "reserved") -> None:
+        """`memory`: the GPU memory views recorded too: "reserved" (CUPTI's memory
+        records), "all" (and torch's allocator history, where torch runs) or "off"."""
         try:
             from cupti import cupti
         except ImportError as error:  # pragma: no cover - depends on the machine
@@ -294,13 +294,18 @@ class CuptiSession:
         # calls placed on their line while the cell ran, before their segments were dropped
         self._placed: dict[int, tuple[int, int]] = {}
         self._buffers_placed = 0
-        self.memory = memory
+        self.driver_memory = memory != "off"
         self._memory_on = False  # CUPTI's memory records enabled in this profile
-        self._history = AllocatorHistory(self.clock, self.warnings) if memory else None
+        self._history = AllocatorHistory(self.clock, self.warnings) if memory == "all" else None
+        # set before finish: the clock's rate (not 1.0 once torch.profiler has given CUPTI
+        # its own timestamps: `capture.clock`)
+        self.ticks_per_ns = 1.0
+        self._begin_timings: dict[str, float] = {}
 
     # -- lifecycle -----------------------------------------------------------------------
     def begin(self) -> None:
         cupti = self.cupti
+        began = time.perf_counter()
         self.sink.reserve(2)
         self._zeroed_before = self.sink.zeroed_buffers(self.tables.zeroed_attribute, 1)
         with self.sink.lock:
@@ -326,7 +331,7 @@ class CuptiSession:
                 cupti.activity_enable(kind)
                 self._enabled.append(kind)
         self._memory_on = False
-        if self.memory:
+        if self.driver_memory:
             for kind in self.tables.kinds["memory"]:
                 try:
                     cupti.activity_enable(kind)
@@ -335,13 +340,20 @@ class CuptiSession:
                     continue
                 self._enabled.append(kind)
                 self._memory_on = True
+        enabled = time.perf_counter()
         if self._history is not None:
             self._history.begin()
+        history = time.perf_counter()
         # Records of the calls that neither make nor wait for GPU work are dropped in
         # decode_buffers; the frequent ones are not even recorded (turned off per cbid,
         # which works only with RUNTIME/DRIVER on: measured on the H200). Turning off all
         # ~1,000 cost 0.6 ms on each begin and as much to restore.
         self._turned_off = self.tables.set_api_calls(self.tables.turned_off, on=False)
+        self._begin_timings = {
+            "enable_s": enabled - began,
+            "history_begin_s": history - enabled,
+            "api_filter_s": time.perf_counter() - history,
+        }
 
     def place_calls(self, segments: Segments, retained_from: int) -> None:
         """Before the line timeline drops its oldest segments: hands over the buffers CUPTI
@@ -363,6 +375,7 @@ class CuptiSession:
         cupti = self.cupti
         began = time.perf_counter()
         _synchronize_active_contexts(self.warnings)
+        synced = time.perf_counter()
         try:
             cupti.activity_flush_all(FLUSH_FORCED)
         except Exception as error:
@@ -373,8 +386,10 @@ class CuptiSession:
                 cupti.activity_disable(kind)
         self._enabled.clear()
         # CUPTI's defaults (every call recorded) back for the next owner, e.g. torch.profiler
+        restoring = time.perf_counter()
         self.tables.set_api_calls(self._turned_off, on=True)
         self._turned_off = []
+        restored = time.perf_counter()
         if self._zeroed_before is not None:
             self.sink.zeroed_buffers(self.tables.zeroed_attribute, self._zeroed_before)
             self._zeroed_before = None
@@ -392,11 +407,14 @@ class CuptiSession:
             records["placed"] = placed_columns(self._placed)
         decoded = time.perf_counter()
         if self._history is not None:
-            records.update(self._history.finish())
+            records.update(self._history.finish(self.ticks_per_ns))
         read = time.perf_counter()
         records["_timings"] = {
+            **self._begin_timings,
+            "sync_s": synced - began,
             "flush_s": flushed - began,
             "release_s": released - flushed,
+            "api_restore_s": restored - restoring,
             "decode_s": decoded - released,
             "memory_s": read - decoded,
             "buffers": len(buffers),

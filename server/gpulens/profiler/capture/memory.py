@@ -22,11 +22,13 @@ as it is and not read, since turning it off would lose theirs.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import sys
-import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
+
+from gpulens.profiler.capture.clock import Reading, read, unix_to_clock
 
 # the allocator's history keeps the newest events up to this many (a ring): about 100 B
 # each; a launch-bound training step makes about 40, so 5,000 steps fit
@@ -136,8 +138,7 @@ class AllocatorHistory:
         self.clock = clock
         self.warnings = warnings
         self._torch: Any = None
-        self._offset = 0
-        self._began = 0
+        self._began: Reading | None = None
         self._waited = False  # torch was not imported when the profile began
         self._armed = False  # a start is queued until torch initializes CUDA
 
@@ -175,15 +176,8 @@ class AllocatorHistory:
                 return
         except (AttributeError, RuntimeError):
             return
-        # the session's clock against Unix time (the history's), read together; the same
-        # clock (the torch backend's) needs no offset
-        if self.clock is time.time_ns:
-            now, self._offset = time.time_ns(), 0
-        else:
-            before = time.time_ns()
-            now = self.clock()
-            self._offset = now - (before + time.time_ns()) // 2
-        self._began = now
+        # the session's clock against Unix time (the history's), read together
+        self._began = read(self.clock)
         try:
             _record(torch, enabled="all")
         except (RuntimeError, TypeError, ValueError) as error:
@@ -191,9 +185,9 @@ class AllocatorHistory:
             return
         self._torch = torch
 
-    def finish(self) -> dict[str, Any]:
-        """The ``allocator`` and ``allocator_before`` families; stops recording. Never
-        raises: what went wrong is a warning."""
+    def finish(self, ticks_per_ns: float = 1.0) -> dict[str, Any]:
+        """The ``allocator`` and ``allocator_before`` families, on the session's clock (which
+        runs `ticks_per_ns`); stops recording. Never raises: what went wrong is a warning."""
         torch, self._torch = self._torch, None
         self._armed = False  # a start still queued in torch does nothing from here on
         if torch is None:
@@ -213,8 +207,10 @@ class AllocatorHistory:
             return {}
         if any(len(trace) >= HISTORY_ENTRIES for trace in traces):
             self.warnings.append(HISTORY_FULL.format(entries=f"{HISTORY_ENTRIES:,}"))
-        offset = self._offset
-        columns = allocator_columns(traces, lambda ns: ns + offset, since=self._began)
+        began = self._began
+        assert began is not None
+        to_clock = unix_to_clock(began, ticks_per_ns)
+        columns = allocator_columns(traces, to_clock, since=began.tick)
         return {"allocator": columns, "allocator_before": bytes_before(columns, allocated)}
 
 
@@ -232,10 +228,7 @@ def _record(torch: Any, enabled: str | None) -> None:
         record(enabled=None)
         return
     options: dict[str, Any] = {"context": None, "stacks": "python", "max_entries": HISTORY_ENTRIES}
-    try:
-        known: Mapping[str, Any] = inspect.signature(record).parameters
-    except (TypeError, ValueError):
-        known = {}
+    known = _parameters(record)
     if "clear_history" in known:
         options["clear_history"] = True
     if "skip_actions" in known:
@@ -247,9 +240,18 @@ def _record(torch: Any, enabled: str | None) -> None:
         record(enabled=enabled, **options)
 
 
+@functools.lru_cache(maxsize=4)
+def _parameters(function: Any) -> frozenset[str]:
+    """The names `function` takes (read once: inspecting a signature costs ~50 µs)."""
+    try:
+        return frozenset(inspect.signature(function).parameters)
+    except (TypeError, ValueError):
+        return frozenset()
+
+
 def _requested_bytes(torch: Any, device: int) -> int:
-    """Bytes allocated to tensors on `device`, as requested (what the history's sizes are)."""
-    stats = torch.cuda.memory_stats(device)
-    return int(
-        stats.get("requested_bytes.all.current", stats.get("allocated_bytes.all.current", 0))
-    )
+    """Bytes allocated to tensors on `device`, as requested (what the history's sizes are),
+    from the allocator's nested statistics (the flat `memory_stats` sorts ~150 keys)."""
+    stats = torch.cuda.memory.memory_stats_as_nested_dict(device)
+    count = stats.get("requested_bytes") or stats.get("allocated_bytes") or {}
+    return int(count.get("all", {}).get("current", 0))

@@ -99,8 +99,9 @@ class ClockMark(TypedDict):
 class TorchSession:
     name = "torch"
 
-    def __init__(self, memory: bool = True) -> None:
-        """`memory`: also record GPU memory (torch's allocator history)."""
+    def __init__(self, memory: str = "reserved") -> None:
+        """`memory`: the GPU memory views recorded too; torch.profiler gives no driver's
+        view, so only "all" records one (torch's allocator history)."""
         try:
             import torch
         except ImportError as error:
@@ -121,7 +122,8 @@ class TorchSession:
         self._placed: dict[int, tuple[int, int]] = {}
         self._drained_s = 0.0
         self._own_sync: tuple[int, int] | None = None
-        self._history = AllocatorHistory(self.clock, self.warnings) if memory else None
+        self._history = AllocatorHistory(self.clock, self.warnings) if memory == "all" else None
+        self.ticks_per_ns = 1.0  # set before finish (Unix ns: always 1.0)
 
     def begin(self) -> None:
         self._parts, self._placed, self._drained_s = [], {}, 0.0
@@ -200,7 +202,7 @@ class TorchSession:
             records["torch_calls"], records["clock_mark"] = calls, self._mark
         decoded = time.perf_counter()
         if self._history is not None:
-            records.update(self._history.finish())
+            records.update(self._history.finish(self.ticks_per_ns))
         records["_timings"] = {
             "flush_s": stopped - began + self._drained_s,
             "decode_s": decoded - stopped,
