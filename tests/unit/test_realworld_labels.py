@@ -209,6 +209,32 @@ def test_scores_count_each_verdict_and_leave_unlabeled_findings_out() -> None:
     assert score.by_rule["GPU002"].all.lenient == 0.0
 
 
+def test_a_site_added_from_a_judged_finding_counts_for_precision_not_recall() -> None:
+    """Recall over a site list grown from the analysis's own tp findings would flatter it:
+    such sites keep their tp finding countable and stay out of recall."""
+    package = _package(
+        findings=[("pkg/a.py", 10, "GPU001", "tp", "a sync per step")],
+        sites=[
+            ("pkg/a.py", 10, "GPU001", "a sync per step, found by gpulens first", True),
+            ("pkg/a.py", 50, "GPU001", "a missed sync, listed by reading", False),
+        ],
+    )
+    score = rw.score_package(package, [_seen("pkg/a.py", 10, "GPU001")])
+    total = score.total.all
+    assert (total.tp, total.strict) == (1, 1.0)
+    assert (total.sites, total.sites_found, total.recall) == (1, 0, 0.0)
+    assert [(s.line, s.rule) for s in score.missed] == [(50, "GPU001")]
+
+
+def test_the_loader_reads_from_finding_and_refuses_a_non_boolean(tmp_path: Path) -> None:
+    site = '{ path = "pkg/a.py", line = 3, rule = "GPU001", reason = "a sync per step", '
+    good = _write(tmp_path, f"sites = [\n  {site}from_finding = true }},\n]\n")
+    assert rw.load_package(good).sites[0].from_finding is True
+    bad = _write(tmp_path, f"sites = [\n  {site}from_finding = 1 }},\n]\n")
+    with pytest.raises(rw.CorpusError, match="from_finding must be true or false"):
+        rw.load_package(bad)
+
+
 def test_the_report_adds_packages_up_by_split_and_by_rule() -> None:
     tuned = rw.score_package(
         _package([("pkg/a.py", 1, "GPU001", "fp", "not a GPU value")], []),
