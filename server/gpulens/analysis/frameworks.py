@@ -274,6 +274,10 @@ OUTPUT_TENSOR_FIELD = re.compile(
 # names of iterators that hand out a loader's batches (`CycleIterator(loader)`)
 LOADER_WRAPPER = re.compile(r"iter|cycle|loader|prefetch|repeat|infinite", re.IGNORECASE)
 
+# names that by convention hold shapes, ranks and dtypes: host metadata (a guess that such a
+# name holds a GPU value gives way to this)
+HOST_NAME = re.compile(r"(^|_)(shape|shapes|ndim|ndims|dims|dtype)$")
+
 GPU_DEVICE_STRING = re.compile(r"^(cuda|mps|xpu|hip|xla)(:\d+)?$")
 # names that by convention hold the device the program runs on
 DEVICE_NAME = re.compile(r"^(device|dev|_?\w+_device|device_\w+|local_rank|rank)$")
