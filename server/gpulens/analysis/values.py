@@ -279,6 +279,8 @@ class Evaluator:
                 return element_of(self.value(node.args[0])) if node.args else None
             if func.id in fw.HOST_BUILTINS and self.scope.lookup(func.id) is None:
                 return None
+            if fw.PREDICATE_NAME.match(func.id):
+                return None  # `is_conversational(x)`, `has_nan(t)`: a Python bool
         wrapped = self._wrapped_loader(node)
         if wrapped is not None:
             return wrapped

@@ -125,11 +125,15 @@ class _Walker(FunctionResultsMixin):
             keys.append(scope.name if is_method and function.name == "__init__" else function.name)
             text = self.text_of(function)
             # (the same functions, keystroke after keystroke: the memo keeps their names)
-            calls.append(
+            called = (
                 self.memo.called_in(text)[0]
                 if self.memo is not None
                 else frozenset(CALLED.findall(text))
             )
+            if function.name in called and text.count(function.name + "(") < 2:
+                # only its own `def name(`: no call of another class's method of that name
+                called = called - {function.name}
+            calls.append(called)
         order = callers_first(
             keys,
             calls,
@@ -148,6 +152,9 @@ class _Walker(FunctionResultsMixin):
         if wanted is None:
             return None
         parameters = [a.arg for a in (*function.args.posonlyargs, *function.args.args)][1:]
+        signature = fw.STEP_SIGNATURES.get(framework)
+        if signature is not None and parameters[: len(signature)] != list(signature):
+            return None  # not the framework's hook: a method of the same name
         named = [p for p in parameters if p in wanted]
         if not named and parameters and function.name.endswith("_step"):
             named = parameters[:1]  # `def training_step(self, data, index)`
@@ -203,6 +210,9 @@ class _Walker(FunctionResultsMixin):
             # the framework moved the batch to the device before calling the step
             for name in step[1]:
                 scope.bind(name, Value(Kind.GPU, exact=False))
+            for name in positional:
+                if name in fw.STEP_MODEL_PARAMETERS:
+                    scope.bind(name, Value(Kind.GPU_MODULE))  # the model it trains
         # `def sample(model, x, sigmas): for i in …: model(x, sigmas[i] * s)`: what a loop
         # feeds a model it was handed is likely on the model's device (a guess: hints)
         for name in _fed_to_a_model(function):
@@ -340,7 +350,9 @@ class _Walker(FunctionResultsMixin):
                 evaluator.module_classes.add(node.name)
             if name in fw.DATALOADERS or local in evaluator.loader_classes:
                 evaluator.loader_classes.add(node.name)
-            framework = evaluator.step_classes.get(local) or _step_framework(name)
+            framework = evaluator.step_classes.get(local) or _step_framework(
+                name, base, self.definitions
+            )
             if framework is not None:
                 evaluator.step_classes[node.name] = framework
         saved = evaluator.scope
@@ -904,7 +916,7 @@ def _fed_to_a_model(function: Function) -> list[str]:
     # only what every caller must pass: options with defaults are numbers, flags, callbacks
     required = [a.arg for a in (*arguments.posonlyargs, *arguments.args)]
     required = required[: len(required) - len(arguments.defaults)]
-    return [p for p in required if p in fed and p not in models]
+    return [p for p in required if p in fed and p not in models and p not in ("self", "cls")]
 
 
 def _enumerated(target: ast.expr) -> ast.expr:
@@ -914,11 +926,20 @@ def _enumerated(target: ast.expr) -> ast.expr:
     return target
 
 
-def _step_framework(base: str) -> str | None:
-    """The framework whose steps a class with base ``base`` (a qualified name) defines."""
-    if not base.startswith(fw.STEP_CLASS_MODULES):
+def _step_framework(qualified: str, base: ast.expr, definitions: Definitions) -> str | None:
+    """The framework whose steps a class with base ``base`` (``qualified``: its qualified
+    name, "" when the file cannot tell) defines. A base the file imports from its own
+    package (`from .base import _BaseTrainer`) is a framework's by its name; its methods are
+    steps only where their signature is the framework's (see `framework_step`)."""
+    if not qualified:
+        if simple_name(base) not in definitions.relatives:
+            return None
+        return next(
+            (f for end, f in fw.STEP_CLASSES.items() if simple_name(base).endswith(end)), None
+        )
+    if not qualified.startswith(fw.STEP_CLASS_MODULES):
         return None
-    return fw.STEP_CLASSES.get(base.rsplit(".", 1)[-1])
+    return fw.STEP_CLASSES.get(qualified.rsplit(".", 1)[-1])
 
 
 def _mapped_lambda(call: ast.Call) -> tuple[ast.Lambda, list[ast.expr], str] | None:
