@@ -46,6 +46,9 @@ class Loop:
     # its items are whole batches or a few distinct tensors (`for t in (x, mask)`,
     # `for k, v in batch.items()`, `for chunk in x.split(n)`), not the samples of one batch
     whole_items: bool = False
+    # it runs once per training step: a framework's step hook, or a function a training
+    # step calls (whatever loops of its own it has)
+    per_step: bool = False
 
     @property
     def over_loader(self) -> bool:

@@ -230,8 +230,13 @@ class _Walker(FunctionResultsMixin):
         line = function.lineno - 1
         if step is not None:
             ctx.loops = [Loop(function, line, frozenset(), None, called_from=step[0])]
-        elif sites is not None and sites.hot_call and not _has_loop(function.body):
-            ctx.loops = [Loop(function, line, frozenset(), None, called_from=sites.hot_call)]
+            ctx.loops[0].per_step = True
+        elif sites is not None and sites.hot_call:
+            # (called per training step, it is per step, loops of its own or not)
+            per_step = sites.hot_call.startswith(_STEP_CALL)
+            if per_step or not _has_loop(function.body):
+                ctx.loops = [Loop(function, line, frozenset(), None, called_from=sites.hot_call)]
+                ctx.loops[0].per_step = per_step
         try:
             self.scope_body(function.body)
         finally:
@@ -729,7 +734,9 @@ class _Walker(FunctionResultsMixin):
             key = _GUESSED + target if guessed else target
             hot_call = None
             if loop is not None:
-                hot_call = f"the loop that calls {key.rsplit('.', 1)[-1]}()"
+                called = key.rsplit(".", 1)[-1]
+                per_step = loop.per_step or loop.over_loader or loop.trains
+                hot_call = f"{_STEP_CALL if per_step else 'the loop that calls'} {called}()"
             for recording in self._recordings:
                 recording.calls.append((key, tuple(arguments), hot_call))
             self.merge_call(key, tuple(arguments), hot_call)
@@ -793,8 +800,12 @@ class _Walker(FunctionResultsMixin):
         sites = self.call_sites[name]
         for key, value in arguments:
             sites.arguments[key] = merge(sites.arguments.get(key), value)
-        if sites.hot_call is None:
-            sites.hot_call = hot_call
+        if sites.hot_call is None or (
+            hot_call is not None
+            and hot_call.startswith(_STEP_CALL)
+            and not sites.hot_call.startswith(_STEP_CALL)
+        ):
+            sites.hot_call = hot_call  # a training step's call says the most
 
 
 def _expression_fields(node_type: type[ast.AST]) -> tuple[str, ...]:
@@ -813,6 +824,8 @@ _EXPRESSION_FIELDS: dict[type[ast.AST], tuple[str, ...]] = {
 }
 
 
+# how messages name a training step that calls a function (it runs per step, loops or not)
+_STEP_CALL = "the training step that calls"
 # a training step or the next batch: `loss.backward()`, `next(batches)`
 _TRAINS = re.compile(r"\.backward\s*\(|(?<![.\w])next\s*\(")
 # the mark of a call recorded on a guess of what it reaches

@@ -290,7 +290,7 @@ def check_bool_operands(node: ast.BoolOp, ctx: Context) -> None:
     if loop is None:
         return
     for operand in node.values[:-1]:  # the last operand is returned, not tested
-        if ctx.on_gpu(operand):
+        if _tests_an_array(operand, ctx):  # (`kwargs or None` tests a dict, not an array)
             _report_bool(operand, loop, ctx)
             return
 

@@ -31,7 +31,9 @@ class PreferenceTrainer(_BaseTrainer):
         return self._compute_loss(model, inputs, return_outputs)
 
     def _compute_loss(self, model, inputs, return_outputs):
-        logits = model(inputs["input_ids"]).logits
+        # (a loop of its own does not make it the per-epoch level: a training step calls it)
+        kwargs = {k: v for k, v in inputs.items() if k != "labels"}
+        logits = model(**kwargs).logits
         logps = selective_log_softmax(logits, inputs["labels"])
         self._metrics["logps"].append(logps.mean().item())  # expect: GPU001
         return logps.sum()
@@ -53,3 +55,10 @@ class PairTrainer(_BaseTrainer):
         if is_conversational({"prompt": inputs["prompt_ids"][0]}):  # must not: GPU001
             chosen["chat"] = True
         return model(**chosen).loss
+
+
+class VisionTrainer(_BaseTrainer):
+    def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+        extra = {k: v for k, v in inputs.items() if k.startswith("pixel")}
+        outputs = model(inputs["input_ids"], **(extra or {}))  # must not: GPU001
+        return outputs.loss
