@@ -299,7 +299,9 @@ HOST_NAME = re.compile(r"(^|_)(shape|shapes|ndim|ndims|dims|dtype)$")
 
 GPU_DEVICE_STRING = re.compile(r"^(cuda|mps|xpu|hip|xla)(:\d+)?$")
 # names that by convention hold the device the program runs on
-DEVICE_NAME = re.compile(r"^(device|dev|_?\w+_device|device_\w+|local_rank|rank)$")
+DEVICE_NAME = re.compile(r"^(_?device|dev|_?\w+_device|device_\w+|local_rank|rank)$")
+# functions that move the tensors of a batch they are handed to a device, in place
+IN_PLACE_MOVER = re.compile(r"^(batch|move|inputs?)_to_(device|gpu|cuda)$")
 # names that by convention hold a DataLoader (used when the loader comes from elsewhere)
 LOADER_NAME = re.compile(r"(^|_)(loader|dataloader|dl)$|loader", re.IGNORECASE)
 

@@ -6,6 +6,8 @@ import ast
 import re
 from typing import TYPE_CHECKING
 
+from gpulens.analysis.symbols import simple_name
+
 if TYPE_CHECKING:
     from gpulens.analysis.context import Context
 
@@ -27,7 +29,8 @@ def runs_once_per_period(test: ast.expr, ctx: Context) -> bool:
         case ast.BinOp(op=ast.Mod()):
             return True  # `if step % N:` runs N-1 times in N, but says "periodic"
         case ast.Compare() if _has_modulo(test):
-            return True
+            # `(i + 1) % grad_accum_steps == 0` is the optimizer step: every step of training
+            return not _per_optimizer_step(test)
         case ast.Compare(left=left, ops=[ast.Eq() | ast.In() | ast.Is()], comparators=[right]):
             loop_names = _loop_names(ctx)
             used = _names(left) | _names(right)
@@ -44,8 +47,22 @@ def leaves_loop(body: list[ast.stmt]) -> bool:
     return bool(body) and isinstance(body[-1], ast.Break | ast.Return | ast.Raise)
 
 
+def _per_optimizer_step(test: ast.expr) -> bool:
+    """A modulo by the gradient-accumulation count: the branch of each optimizer step."""
+    return any(
+        isinstance(n, ast.BinOp)
+        and isinstance(n.op, ast.Mod)
+        and _ACCUMULATION.search(simple_name(n.right))
+        for n in ast.walk(test)
+    )
+
+
 def _has_modulo(node: ast.AST) -> bool:
     return any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod) for n in ast.walk(node))
+
+
+# names of the number of micro-batches per optimizer step
+_ACCUMULATION = re.compile(r"accum", re.I)
 
 
 def _names(node: ast.AST) -> set[str]:

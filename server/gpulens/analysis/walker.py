@@ -643,8 +643,23 @@ class _Walker(FunctionResultsMixin):
             self.bind(name, Value(Kind.GPU, item.lib, exact=False))
 
     def in_place_move(self, value: ast.expr) -> None:
-        """`model.to(device)` / `model.cuda()` as a statement moves a module in place."""
-        if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute)):
+        """`model.to(device)` / `model.cuda()` as a statement moves a module in place;
+        `batch_to_device(batch, device)` moves a batch's tensors in place."""
+        if not isinstance(value, ast.Call):
+            return
+        if (
+            fw.IN_PLACE_MOVER.search(simple_name(value.func))
+            and len(value.args) >= 2
+            and isinstance(value.args[0], ast.Name)
+            and (
+                self.evaluator.device_of(value.args[1])
+                # (`self._device`: what the function's name says it moves to)
+                or simple_name(value.args[1]).endswith("device")
+            )
+        ):
+            self.bind(value.args[0].id, Value(Kind.GPU, exact=False))
+            return
+        if not isinstance(value.func, ast.Attribute):
             return
         if not self.evaluator.moves_to_gpu(value):
             return
