@@ -236,6 +236,11 @@ STEP_METHODS: dict[str, dict[str, tuple[str, ...]]] = {
         "prediction_step": ("inputs",),
     },
 }
+# a loss class (by its name or its base's: `FocalLoss`, `v8DetectionLoss(nn.Module)`): the
+# training step calls it once, on what the model produced
+LOSS = "loss"
+LOSS_CLASS = re.compile(r"(Loss|Criterion)\d*$")
+STEP_METHODS[LOSS] = {"__call__": (), "forward": (), "loss": ()}
 # the parameters a framework's hooks start with (after self), where its hooks share them:
 # a method of that name with other parameters is the class's own
 STEP_SIGNATURES = {"transformers": ("model", "inputs")}

@@ -142,9 +142,12 @@ class _Walker(FunctionResultsMixin):
         )
         return [functions[index] for index in order]
 
-    def framework_step(self, function: Function, scope: Scope) -> tuple[str, list[str]] | None:
-        """For a method a framework runs once per step (a LightningModule's training_step):
-        how messages name the loop that runs it, and its parameters that get device data."""
+    def framework_step(
+        self, function: Function, scope: Scope
+    ) -> tuple[str, list[str], bool] | None:
+        """For a method a framework runs once per step (a LightningModule's training_step,
+        a loss's forward): how messages name the loop that runs it, its parameters that get
+        device data, and whether that they do is a guess."""
         framework = self.evaluator.step_classes.get(scope.name) if scope.kind == "class" else None
         if framework is None:
             return None
@@ -155,10 +158,15 @@ class _Walker(FunctionResultsMixin):
         signature = fw.STEP_SIGNATURES.get(framework)
         if signature is not None and parameters[: len(signature)] != list(signature):
             return None  # not the framework's hook: a method of the same name
+        if framework == fw.LOSS:
+            # what the model produced and the batch: the required arguments, on the model's
+            # device if the model is on one (which the file does not show)
+            required = parameters[: len(parameters) - len(function.args.defaults)]
+            return f"the training step that computes {scope.name}", required, True
         named = [p for p in parameters if p in wanted]
         if not named and parameters and function.name.endswith("_step"):
             named = parameters[:1]  # `def training_step(self, data, index)`
-        return f"the loop that runs {function.name}() once per batch", named
+        return f"the loop that runs {function.name}() once per batch", named, False
 
     def text_of(self, function: Function) -> str:
         """The source of a function (its def and body), as the file has it."""
@@ -209,7 +217,7 @@ class _Walker(FunctionResultsMixin):
         if step is not None:
             # the framework moved the batch to the device before calling the step
             for name in step[1]:
-                scope.bind(name, Value(Kind.GPU, exact=False))
+                scope.bind(name, Value(Kind.GPU, exact=False, guessed=step[2]))
             for name in positional:
                 if name in fw.STEP_MODEL_PARAMETERS:
                     scope.bind(name, Value(Kind.GPU_MODULE))  # the model it trains
@@ -360,6 +368,11 @@ class _Walker(FunctionResultsMixin):
             )
             if framework is not None:
                 evaluator.step_classes[node.name] = framework
+        if node.name not in evaluator.step_classes and (
+            fw.LOSS_CLASS.search(node.name)
+            or any(fw.LOSS_CLASS.search(simple_name(b)) for b in node.bases)
+        ):
+            evaluator.step_classes[node.name] = fw.LOSS  # a criterion: called once per step
         saved = evaluator.scope
         evaluator.scope = Scope("class", node.name, saved)
         saved_loops, self.ctx.loops = self.ctx.loops, []
