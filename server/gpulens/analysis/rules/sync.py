@@ -13,7 +13,7 @@ from gpulens.analysis.model import Fix, Severity
 from gpulens.analysis.rules.common import after_loop, fix, replace, shown
 from gpulens.analysis.rules.registry import checks, rule
 from gpulens.analysis.rules.timing import in_timed_region
-from gpulens.analysis.symbols import Kind, Value, names_in
+from gpulens.analysis.symbols import Kind, Value, dotted_name, names_in
 
 SYNC_IN_LOOP = rule(
     "GPU001",
@@ -93,6 +93,7 @@ def _report_sync(
     advice: str,
     subject: Value | None,
     fixes: tuple[Fix, ...] = (),
+    unsure: str = "as its use with the model the function is handed suggests",
 ) -> None:
     """Report ``what`` (a sentence start: "`x.item()` copies a GPU value to the host and
     waits for all queued GPU work") about the GPU value ``subject``: a warning, or a hint
@@ -129,8 +130,8 @@ def _report_sync(
             ctx.report(
                 SYNC_IN_LOOP,
                 node,
-                f"{what}, on every iteration of {where}, if the value is on the GPU, as its use "
-                f"with the model the function is handed suggests{advice}",
+                f"{what}, on every iteration of {where}, if the value is on the GPU, {unsure}"
+                f"{advice}",
                 severity=Severity.HINT,
             )
         case None:
@@ -162,12 +163,33 @@ def check_sync_call(node: ast.Call, ctx: Context) -> None:
         if on_gpu and func.attr == "block_until_ready":
             _report_device_sync(node, loop, ctx)
             return
+        if receiver is None and func.attr == "cpu" and not node.args and _may_be_data(func.value):
+            # nothing says where the value is, but `.cpu()` is only ever asked of a tensor
+            # that may be on a device: at most a hint
+            _report_sync(
+                node,
+                f"`{shown(ctx, node)}` copies the value to the host and waits for all queued "
+                "GPU work",
+                loop,
+                ctx,
+                advice=": the CPU stops feeding the GPU. Keep the values on the device and copy "
+                "them once after the loop (or once per batch).",
+                subject=Value(Kind.GPU, guessed=True),
+                unsure="as the call to `.cpu()` suggests",
+            )
+            return
     name = ctx.qualname(func, through_calls=True)
     if name in fw.DEVICE_SYNC_CALLS:
         _report_device_sync(node, loop, ctx)
         return
     if isinstance(func, ast.Name) and ctx.scope.lookup(func.id) is None:
         _check_builtin(node, func.id, loop, ctx)
+
+
+def _may_be_data(node: ast.expr) -> bool:
+    """Not a model or module (whose `.cpu()` moves parameters, not a value to read)."""
+    name = dotted_name(node)
+    return name is None or not fw.MODEL_NAME.search(name.rsplit(".", 1)[-1])
 
 
 def _check_builtin(node: ast.Call, builtin: str, loop: Loop, ctx: Context) -> None:
