@@ -130,7 +130,7 @@ class _Walker(FunctionResultsMixin):
                 if self.memo is not None
                 else frozenset(CALLED.findall(text))
             )
-            if function.name in called and text.count(function.name + "(") < 2:
+            if function.name in called and len(_calls_of(function.name).findall(text)) < 2:
                 # only its own `def name(`: no call of another class's method of that name
                 called = called - {function.name}
             calls.append(called)
@@ -139,6 +139,10 @@ class _Walker(FunctionResultsMixin):
             calls,
             [id(scope) if is_method else None for _, scope, is_method in functions],
             [is_method and f.name in CONSTRUCTORS for f, _, is_method in functions],
+            [
+                is_method and self.framework_step(f, scope) is not None
+                for f, scope, is_method in functions
+            ],
         )
         return [functions[index] for index in order]
 
@@ -864,6 +868,11 @@ _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 _TIMER = re.compile(
     r"timer|timeit|stopwatch|elapsed|benchmark|profile|record_function|measure", re.IGNORECASE
 )
+
+
+def _calls_of(name: str) -> re.Pattern[str]:
+    """`name(` as a whole name (its `def name(` among them), not `other_name(`."""
+    return re.compile(rf"(?<!\w){re.escape(name)}\s*\(")
 
 
 def _is_timer(context: ast.expr) -> bool:

@@ -46,3 +46,20 @@ class Metrics:
     def update(self, preds, target):
         if preds.sum() > 0:  # must not: GPU001
             self.count = 1
+
+
+class KeypointLoss(DetectionLoss):
+    """Entry methods come first in a class, their helpers after: the helpers are still walked
+    knowing that the entry calls them once per step."""
+
+    def loss(self, preds, batch):
+        total = super().loss(preds, batch)[0]
+        fg_mask = preds["scores"] > 0.5
+        if fg_mask.sum():  # hint: GPU001
+            total = total + self.keypoint_loss(fg_mask, preds["kpts"], batch["kpts"])
+        return total
+
+    def keypoint_loss(self, masks, pred, target):
+        if masks.any():  # hint: GPU001
+            return (pred[masks] - target[masks]).abs().mean()
+        return pred.sum() * 0
