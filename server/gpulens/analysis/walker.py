@@ -903,12 +903,16 @@ _SPLITTING_METHODS = frozenset(
 
 
 def _whole_items(target: ast.expr, iterable: ast.expr, function: Function | None) -> bool:
-    """A loop whose items are whole batches, a batch's fields, a module's parameters, a
-    function's `*args`, or a few distinct tensors written out (`for t in (x, mask, cos, sin)`):
-    copying or running each is not per sample."""
+    """A loop whose items are whole batches or chunks, a batch's fields, a module's
+    parameters, a function's `*args`, or a few distinct tensors written out (`for t in (x,
+    mask, cos, sin)`): copying or running each is not per sample."""
     match iterable:
         case ast.Tuple() | ast.List() | ast.Set():
             return True
+        case ast.IfExp(body=body, orelse=orelse):  # `for x in xs if many else [xs]`
+            return _whole_items(target, body, function) or _whole_items(target, orelse, function)
+        case ast.Call(func=func, args=[_, _, _]) if simple_name(func) in ("range", "trange"):
+            return True  # `for i in range(0, n, chunk)`: the starts of chunks
         case ast.Call(func=ast.Name(id="enumerate" | "reversed" | "list" | "tuple"), args=[inner]):
             return _whole_items(_enumerated(target), inner, function)
         case ast.Call(func=ast.Name(id="zip"), args=arguments) if arguments:
