@@ -81,3 +81,37 @@ def _occasional(node: ast.expr) -> bool:
         case ast.Name(id=name) | ast.Attribute(attr=name):
             return bool(_OCCASIONAL.search(name))
     return False
+
+
+def device_test(test: ast.expr) -> bool | None:
+    """What a test says of where a tensor is: True for a GPU (`x.is_cuda`, `x.device.type ==
+    "cuda"`, `… in ("cuda", "npu")`), False for the CPU (`x.device.type == "cpu"`, `not
+    x.is_cuda`), None when it says neither. An `and` says the CPU if one operand does."""
+    match test:
+        case ast.UnaryOp(op=ast.Not(), operand=operand):
+            said = device_test(operand)
+            return None if said is None else not said
+        case ast.BoolOp(op=ast.And(), values=values):
+            parts = [device_test(v) for v in values]
+            return False if False in parts else (True if True in parts else None)
+        case ast.Attribute(attr="is_cuda"):
+            return True
+        case ast.Compare(
+            left=ast.Attribute(attr="type", value=ast.Attribute(attr="device")),
+            ops=[op],
+            comparators=[named],
+        ):
+            names = [
+                n.value
+                for n in (
+                    named.elts if isinstance(named, ast.List | ast.Tuple | ast.Set) else [named]
+                )
+                if isinstance(n, ast.Constant) and isinstance(n.value, str)
+            ]
+            if not names:
+                return None
+            gpu = all(n != "cpu" for n in names)
+            if not gpu and any(n != "cpu" for n in names):
+                return None  # `in ("cpu", "cuda")`: either
+            return gpu if isinstance(op, ast.Eq | ast.In) else not gpu
+    return None

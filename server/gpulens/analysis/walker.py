@@ -20,7 +20,7 @@ from gpulens.analysis.config import Config
 from gpulens.analysis.context import Context, Loop
 from gpulens.analysis.definitions import CONSTRUCTORS, Definitions, flat_statements
 from gpulens.analysis.function_results import CallSites, FunctionResultsMixin, Recording
-from gpulens.analysis.guards import leaves_loop, runs_once_per_period
+from gpulens.analysis.guards import device_test, leaves_loop, runs_once_per_period
 from gpulens.analysis.incremental import CALLED, FunctionMemo
 from gpulens.analysis.model import Finding
 from gpulens.analysis.rules.registry import CHECKS
@@ -230,12 +230,20 @@ class _Walker(FunctionResultsMixin):
         for name in _fed_to_a_model(function):
             if scope.bindings.get(name) is None:
                 scope.bind(name, Value(Kind.GPU, exact=False, guessed=True))
-        saved = (self.evaluator.scope, ctx.loops, ctx.function, ctx.timers, ctx.likely)
+        saved = (
+            self.evaluator.scope,
+            ctx.loops,
+            ctx.function,
+            ctx.timers,
+            ctx.likely,
+            ctx.host_only,
+        )
         self.evaluator.scope = scope
         self.evaluator.invalidate()
         ctx.function = function
         ctx.loops = []
         ctx.timers = 0
+        ctx.host_only = 0
         ctx.likely = sites is not None and sites.guessed
         # a callee with loops of its own is the per-epoch level: its loops are the hot ones,
         # and what runs once per call (a read of the epoch's total) is no pitfall
@@ -252,7 +260,14 @@ class _Walker(FunctionResultsMixin):
         try:
             self.scope_body(function.body)
         finally:
-            self.evaluator.scope, ctx.loops, ctx.function, ctx.timers, ctx.likely = saved
+            (
+                self.evaluator.scope,
+                ctx.loops,
+                ctx.function,
+                ctx.timers,
+                ctx.likely,
+                ctx.host_only,
+            ) = saved
             self.evaluator.invalidate()
 
     # -- statements ---------------------------------------------------------------------
@@ -460,16 +475,25 @@ class _Walker(FunctionResultsMixin):
             and (runs_once_per_period(node.test, self.ctx) or leaves_loop(node.body))
         )
         before = self.evaluator.scope.snapshot()
+        # `if x.device.type == "cpu":` … `else:` (or the other way round): the branch for
+        # the CPU reads no GPU value, whatever the names hold
+        on_gpu = device_test(node.test)
         if guard:
             loop.guarded = True  # type: ignore[union-attr]
+        self.ctx.host_only += on_gpu is False
         try:
             self.block(node.body)
         finally:
+            self.ctx.host_only -= on_gpu is False
             if guard:
                 loop.guarded = False  # type: ignore[union-attr]
         after_body = self.evaluator.scope.snapshot()
         self.restore(before)
-        self.block(node.orelse)
+        self.ctx.host_only += on_gpu is True
+        try:
+            self.block(node.orelse)
+        finally:
+            self.ctx.host_only -= on_gpu is True
         self.join(after_body, self.evaluator.scope.snapshot())
 
     # -- expressions --------------------------------------------------------------------

@@ -8,7 +8,7 @@ from collections import Counter
 
 from gpulens.analysis import frameworks as fw
 from gpulens.analysis.context import Context, Loop
-from gpulens.analysis.guards import leaves_loop
+from gpulens.analysis.guards import device_test, leaves_loop
 from gpulens.analysis.model import Fix, Severity
 from gpulens.analysis.rules.common import after_loop, fix, replace, shown
 from gpulens.analysis.rules.registry import checks, rule
@@ -245,6 +245,8 @@ def check_formatted(node: ast.FormattedValue, ctx: Context) -> None:
 def check_truth_test(node: ast.If | ast.IfExp | ast.Assert, ctx: Context) -> None:
     loop = ctx.hot_loop
     test = node.test
+    if device_test(test) is False:
+        return  # `x.device.type == "cpu" and x.any()`: read only where it is on the CPU
     while isinstance(test, ast.BoolOp):
         test = test.values[-1]  # `if a or t == 0:` tests the last operand's truth too
     if loop is None or not _tests_an_array(test, ctx):
@@ -309,7 +311,7 @@ def check_while_test(node: ast.While, ctx: Context) -> None:
 @checks(ast.BoolOp)
 def check_bool_operands(node: ast.BoolOp, ctx: Context) -> None:
     loop = ctx.hot_loop
-    if loop is None:
+    if loop is None or device_test(node) is False:
         return
     for operand in node.values[:-1]:  # the last operand is returned, not tested
         if _tests_an_array(operand, ctx):  # (`kwargs or None` tests a dict, not an array)
