@@ -622,6 +622,8 @@ class Evaluator:
             return Value(Kind.FRAMEWORK, name.split(".", 1)[0])
         if fw.is_module_class(name):
             return Value(Kind.MODULE, origin=node)
+        if name.rsplit(".", 1)[-1] == "GradScaler" and name.startswith("torch."):
+            return Value(Kind.SCALER)
         if (
             name.startswith(("torch.cuda.", "cupy.cuda.", "numba.cuda."))
             and name not in fw.NUMBA_TO_DEVICE

@@ -160,6 +160,18 @@ def check_sync_call(node: ast.Call, ctx: Context) -> None:
                 fixes=_accumulate_fixes(node, func.value, receiver, loop, ctx),
             )
             return
+        if receiver is not None and receiver.kind is Kind.SCALER and func.attr == "get_scale":
+            _report_sync(
+                node,
+                f"`{shown(ctx, node)}` reads the scaler's scale, kept on the GPU, and waits for "
+                "all queued GPU work",
+                loop,
+                ctx,
+                advice=". To learn whether the optimizer step was skipped, compare the scale "
+                "every N steps, or keep the comparison on the device.",
+                subject=Value(Kind.GPU),
+            )
+            return
         if on_gpu and func.attr == "block_until_ready":
             _report_device_sync(node, loop, ctx)
             return
