@@ -284,6 +284,8 @@ class Evaluator:
         wrapped = self._wrapped_loader(node)
         if wrapped is not None:
             return wrapped
+        if self.moves_batch(node):
+            return Value(Kind.GPU, exact=False)  # `features = batch_to_device(features, device)`
         callee = self.value(func)
         if callee is not None:
             if callee.kind in (Kind.GPU_MODULE, Kind.GPU):
@@ -583,6 +585,14 @@ class Evaluator:
         if kind is Kind.CPU_TENSOR and method in ("float", "half", "double", "long", "int"):
             return receiver
         return None
+
+    def moves_batch(self, call: ast.Call) -> bool:
+        """`batch_to_device(batch, device)`: a function named for moving a batch, given one
+        and a device (a name that says so, for `self._device`)."""
+        if len(call.args) < 2 or not fw.IN_PLACE_MOVER.search(simple_name(call.func)):
+            return False
+        device = call.args[1]
+        return bool(self.device_of(device)) or simple_name(device).endswith("device")
 
     def moves_to_cpu(self, node: ast.Call) -> bool:
         """`x.to("cpu")`, `x.to(device="cpu")`: a copy to the host."""

@@ -688,17 +688,9 @@ class _Walker(FunctionResultsMixin):
         `batch_to_device(batch, device)` moves a batch's tensors in place."""
         if not isinstance(value, ast.Call):
             return
-        if (
-            fw.IN_PLACE_MOVER.search(simple_name(value.func))
-            and len(value.args) >= 2
-            and isinstance(value.args[0], ast.Name)
-            and (
-                self.evaluator.device_of(value.args[1])
-                # (`self._device`: what the function's name says it moves to)
-                or simple_name(value.args[1]).endswith("device")
-            )
-        ):
-            self.bind(value.args[0].id, Value(Kind.GPU, exact=False))
+        moved = value.args[0] if value.args else None
+        if isinstance(moved, ast.Name) and self.evaluator.moves_batch(value):
+            self.bind(moved.id, Value(Kind.GPU, exact=False))
             return
         if not isinstance(value.func, ast.Attribute):
             return

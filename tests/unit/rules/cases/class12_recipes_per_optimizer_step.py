@@ -55,3 +55,17 @@ class Recipe:
             labels = batch["labels"]
             if labels.sum() > 0:  # must not: GPU001
                 print("labeled")
+
+
+def encode(model, sentences, device, batch_size=32):
+    embeddings = []
+    for start in range(0, len(sentences), batch_size):
+        features = model.tokenize(sentences[start : start + batch_size])
+        features = utils.batch_to_device(features, device)
+        out = model(features)
+        for token_emb, attention in zip(out["token_embeddings"], out["attention_mask"]):
+            last = len(attention) - 1
+            while last > 0 and attention[last].item() == 0:  # hint: GPU001
+                last -= 1
+            embeddings.append(token_emb[: last + 1])
+    return embeddings
