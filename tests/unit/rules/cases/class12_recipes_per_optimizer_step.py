@@ -57,12 +57,17 @@ class Recipe:
                 print("labeled")
 
 
-def encode(model, sentences, device, batch_size=32):
+class Encoder(torch.nn.Module):
+    def encode(self, sentences, device, batch_size=32):
+        return _encode(self, sentences, device, batch_size)
+
+
+def _encode(owner, sentences, device, batch_size):
     embeddings = []
     for start in range(0, len(sentences), batch_size):
-        features = model.tokenize(sentences[start : start + batch_size])
+        features = owner.tokenize(sentences[start : start + batch_size])
         features = utils.batch_to_device(features, device)
-        out = model(features)
+        out = owner(features)
         for token_emb, attention in zip(out["token_embeddings"], out["attention_mask"]):
             last = len(attention) - 1
             while last > 0 and attention[last].item() == 0:  # hint: GPU001
