@@ -130,7 +130,7 @@ class _Walker(FunctionResultsMixin):
                 if self.memo is not None
                 else frozenset(CALLED.findall(text))
             )
-            if function.name in called and len(_calls_of(function.name).findall(text)) < 2:
+            if function.name in called and _calls_of(function.name, text) < 2:
                 # only its own `def name(`: no call of another class's method of that name
                 called = called - {function.name}
             calls.append(called)
@@ -886,9 +886,18 @@ _TIMER = re.compile(
 )
 
 
-def _calls_of(name: str) -> re.Pattern[str]:
-    """`name(` as a whole name (its `def name(` among them), not `other_name(`."""
-    return re.compile(rf"(?<!\w){re.escape(name)}\s*\(")
+def _calls_of(name: str, text: str) -> int:
+    """How often ``text`` has `name(` as a whole name (its `def name(` among them, not
+    `other_name(`), counting to 2."""
+    found = 0
+    start = text.find(name)
+    while start >= 0 and found < 2:
+        end = start + len(name)
+        before = text[start - 1] if start else " "
+        if not (before.isalnum() or before == "_") and text[end:].lstrip(" \t")[:1] == "(":
+            found += 1
+        start = text.find(name, end)
+    return found
 
 
 def _is_timer(context: ast.expr) -> bool:

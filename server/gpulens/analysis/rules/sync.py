@@ -286,7 +286,9 @@ def _tests_an_array(test: ast.expr, ctx: Context) -> bool:
 def check_host_tensor_write(node: ast.Assign, ctx: Context) -> None:
     """`losses[k] = loss` into a tensor made on the host: a copy to the host and a wait."""
     loop = ctx.hot_loop
-    if loop is None or not ctx.on_gpu(node.value):
+    if loop is None or not any(isinstance(t, ast.Subscript) for t in node.targets):
+        return
+    if not ctx.on_gpu(node.value):
         return
     for target in node.targets:
         if not isinstance(target, ast.Subscript):
