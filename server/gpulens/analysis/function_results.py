@@ -242,7 +242,8 @@ class FunctionResultsMixin:
 
     def file_key(self) -> tuple[object, ...]:
         """What of the whole file any body may read, once per walk: its functions, classes,
-        bases and methods (which of them a call reaches), and whether it names Apple's GPU
+        bases and methods (which of them a call reaches), the names it imports from its own
+        package (which framework a base class is), and whether it names Apple's GPU
         (whose lack of float64 the accumulate fix heeds)."""
         if self._file_key is None:
             definitions = self.definitions
@@ -251,6 +252,7 @@ class FunctionResultsMixin:
                 tuple(sorted((c, tuple(sorted(m))) for c, m in definitions.methods.items())),
                 tuple(sorted(definitions.bases.items())),
                 tuple(sorted(definitions.duplicated)),
+                tuple(sorted(definitions.relatives)),
                 mentions_mps(self.ctx),
             )
         return self._file_key
