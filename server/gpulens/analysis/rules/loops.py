@@ -23,7 +23,8 @@ element (`x[i] * 2`, `y[i] = v`) is a kernel launch of its own, doing a few byte
 and reading an element's value (`float(x[i])`, `if x[i] > 0:`) copies it to the host and
 waits for the GPU. A loop over a million elements makes millions of launches where one
 operation on the whole array would make one. (A loop that runs a model or a function per
-element, such as a sampler's steps over its schedule, is a sequence of steps: no finding.)
+element, such as a sampler's steps over its schedule, a filter per sigma or a solve per label,
+is a sequence of steps; one that writes a chunk per pass works chunk by chunk: no finding.)
 
 **Bad:**
 ```python

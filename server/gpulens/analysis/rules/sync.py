@@ -32,6 +32,8 @@ of it spent idle.
 A read that decides whether a loop stops (`if (tokens == eos).all(): break`), that hands
 each result out as it is made (`yield t.item()`), or that sits inside a region the program
 times is what the program means to do: it is reported as a hint, worded for what it does.
+So is a read of a value the file does not show on a GPU (`.cpu()` of a value it never
+placed, the inputs of a loss class): the hint says the wait happens if the value is there.
 
 **Bad:**
 ```python
