@@ -119,6 +119,20 @@ def test_cupti_records_decode_with_cupti_python_dtypes(torch: Any) -> None:
     print("libcupti", backend._libcupti_path())
 
 
+def test_distinct_values_and_their_indexes_agree_on_either_side_of_numpys_unique() -> None:
+    """Kernel names and API calls are found distinct by a Python set in a small buffer and by
+    numpy's unique in a large one: both must give the same answer."""
+    np = pytest.importorskip("numpy")
+    from gpulens.profiler.capture.activity import FEW_RECORDS, _distinct, _indexed
+
+    pointers = [0x7F00_0000_1000 + 64 * (i * 7 % 13) for i in range(2 * FEW_RECORDS)]
+    for count in (3, FEW_RECORDS - 1, FEW_RECORDS, 2 * FEW_RECORDS):
+        column = np.asarray(pointers[:count], dtype=np.uint64)
+        distinct, index = _indexed(column)
+        assert distinct == sorted(set(pointers[:count])) == _distinct(column)
+        assert [distinct[i] for i in index] == pointers[:count]
+
+
 SMALL_COPIES = """
 out = [h.to("cuda") for h in host]  # copies
 torch.cuda.synchronize()
