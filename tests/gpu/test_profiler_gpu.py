@@ -73,9 +73,11 @@ def profile(
     )
     folder = os.environ.get("GPULENS_FIXTURE_DIR")
     events = capture.line_events()  # None for a cell long enough to fold its timeline
-    if folder and events is not None:
-        # a fixture is on Unix nanoseconds whatever clock the backend ran on (CUPTI's is
-        # the CPU's cycle counter once torch.profiler ran in this process)
+    # a fixture is a GPU backend's capture (the host backend's has no records to replay, and
+    # its line events stay on perf_counter's nanoseconds: nothing is placed by time)
+    if folder and events is not None and capture.backend != "host":
+        # on Unix nanoseconds whatever clock the backend ran on (CUPTI's is the CPU's cycle
+        # counter once torch.profiler ran in this process)
         assert events["start"] > UNIX_2020_NS, (name, events["start"], capture.timings)
         os.makedirs(folder, exist_ok=True)
         fixture = {
@@ -115,6 +117,20 @@ def test_cupti_records_decode_with_cupti_python_dtypes(torch: Any) -> None:
     assert capture.backend == "cupti", capture.warnings
     assert not any("laid out differently" in w for w in capture.warnings)
     print("libcupti", backend._libcupti_path())
+
+
+def test_distinct_values_and_their_indexes_agree_on_either_side_of_numpys_unique() -> None:
+    """Kernel names and API calls are found distinct by a Python set in a small buffer and by
+    numpy's unique in a large one: both must give the same answer."""
+    np = pytest.importorskip("numpy")
+    from gpulens.profiler.capture.activity import FEW_RECORDS, _distinct, _indexed
+
+    pointers = [0x7F00_0000_1000 + 64 * (i * 7 % 13) for i in range(2 * FEW_RECORDS)]
+    for count in (3, FEW_RECORDS - 1, FEW_RECORDS, 2 * FEW_RECORDS):
+        column = np.asarray(pointers[:count], dtype=np.uint64)
+        distinct, index = _indexed(column)
+        assert distinct == sorted(set(pointers[:count])) == _distinct(column)
+        assert [distinct[i] for i in index] == pointers[:count]
 
 
 SMALL_COPIES = """
@@ -385,6 +401,7 @@ def test_torch_profiler_works_after_a_gpulens_profile(torch: Any) -> None:
 
 CLOCKED = """
 x = torch.empty(2**28, device="cuda")  # alloc
+x.fill_(1.0); torch.cuda.synchronize()  # fill
 time.sleep(0.05)  # nap
 del x  # free
 """
@@ -396,8 +413,10 @@ def test_after_torch_profiler_lines_still_read_in_seconds_and_memory_on_its_line
 ) -> None:
     """torch.profiler gives CUPTI the CPU's cycle counter as its clock for the rest of the
     process (Kineto's timestamp callback): a later profile measures the rate and reports
-    seconds (a 50 ms nap is 50 ms, not 105) and places torch's allocator history, which is
-    in Unix time, on the right lines."""
+    seconds (a 50 ms nap is 50 ms, not 105), places torch's allocator history, which is
+    in Unix time, on the right lines, and measures the GPU's idle time on the one clock: the
+    fill kernel is busy time on its line, the nap after it is idle. (A cell that makes no GPU
+    work has no idle time to give: the GPU's idle time is only said of a cell that used it.)"""
     import time
 
     from torch.profiler import ProfilerActivity
@@ -415,6 +434,10 @@ def test_after_torch_profiler_lines_still_read_in_seconds_and_memory_on_its_line
     assert 0.05 <= nap["host_s"] < 0.07
     assert 0.05 <= nap["gpu_idle_s"] <= nap["own_s"] < 0.07
     assert 0.05 <= payload["wall_s"] < 0.1
+    fill = lines[line_of(CLOCKED, "# fill")]
+    assert fill["kernels"]["count"] == 1
+    # the kernel ran within its line (the line waits for it): the GPU's busy time there
+    assert fill["own_s"] - fill["gpu_idle_s"] >= 0.99 * fill["kernels"]["gpu_s"] > 0
     alloc = lines[line_of(CLOCKED, "# alloc")]["memory"]
     free = lines[line_of(CLOCKED, "# free")]["memory"]
     assert alloc["allocated"] == {"alloc": GiB, "free": 0, "net": GiB}
@@ -422,6 +445,7 @@ def test_after_torch_profiler_lines_still_read_in_seconds_and_memory_on_its_line
     assert free["allocated"] == {"alloc": 0, "free": GiB, "net": -GiB}
     zero = {"alloc": 0, "free": 0, "net": 0}
     assert nap["memory"] == {"allocated": zero, "reserved": zero}
+    assert fill["memory"] == {"allocated": zero, "reserved": zero}
 
 
 def test_gpulens_falls_back_while_torch_profiler_holds_cupti(torch: Any) -> None:

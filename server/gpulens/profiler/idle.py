@@ -10,7 +10,7 @@ that the GPU sat idle: the GPU waiting for Python. A backend that records no dev
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypedDict
 
 from gpulens.profiler.timeline import OUTSIDE, Segments
@@ -50,39 +50,38 @@ def busy_intervals(records: Mapping[str, Any]) -> list[tuple[int, int]] | None:
     return merged
 
 
-def busy_until(points: Iterable[int], busy: Sequence[tuple[int, int]]) -> list[int]:
-    """For each of `points` (in order), the GPU's busy time before it."""
-    found: list[int] = []
+def busy_until(points: Iterable[int], busy: Sequence[tuple[int, int]]) -> Iterator[int]:
+    """For each of `points` (in order), the GPU's busy time before it: yielded one by one, so
+    a long cell's million segment edges are never held as a list of ints."""
     done = 0  # busy time of the intervals that ended before the current point
     j, count = 0, len(busy)
     for point in points:
         while j < count and busy[j][1] <= point:
             done += busy[j][1] - busy[j][0]
             j += 1
-        found.append(done + (max(0, point - busy[j][0]) if j < count else 0))
-    return found
+        yield done + (max(0, point - busy[j][0]) if j < count else 0)
 
 
 def idle_by_line(
     segments: Segments, busy: Sequence[tuple[int, int]], start: int, end: int, kept_from: int
 ) -> Idle:
-    """Each line's own time and the GPU's idle time within it, and the cell's busy time."""
+    """Each line's own time and the GPU's idle time within it, and the cell's busy time.
+    One pass over the segments, holding nothing per segment."""
     times, lines = segments["t"], segments["line"]
-    edges = busy_until(times, busy)
     own: dict[int, int] = {}
     idle: dict[int, int] = {}
-    for i in range(len(times) - 1):
-        line = lines[i]
-        if line == OUTSIDE:
-            continue
-        length = times[i + 1] - times[i]
-        own[line] = own.get(line, 0) + length
-        idle[line] = idle.get(line, 0) + length - (edges[i + 1] - edges[i])
-    cell = busy_until([start, end], busy)
+    line, began, busy_then = OUTSIDE, 0, 0  # the segment before the current edge
+    for t, busy_now, next_line in zip(times, busy_until(times, busy), lines, strict=True):
+        if line != OUTSIDE:
+            length = t - began
+            own[line] = own.get(line, 0) + length
+            idle[line] = idle.get(line, 0) + length - (busy_now - busy_then)
+        line, began, busy_then = next_line, t, busy_now
+    before_start, before_end = busy_until([start, end], busy)
     return Idle(
         own=own,
         idle=idle,
-        busy_ns=cell[1] - cell[0],
+        busy_ns=before_end - before_start,
         span_ns=max(0, end - start),
         measured_from=kept_from,
     )

@@ -7,8 +7,12 @@ Unix nanoseconds whatever the clock: a line that slept 50 ms reads 50 ms, not 10
 from __future__ import annotations
 
 import time
+import tracemalloc
 from typing import Any
 
+import pytest
+
+from gpulens.profiler import timeline
 from gpulens.profiler.attribution import attribute_records
 from gpulens.profiler.capture import profile_code
 from gpulens.profiler.capture.clock import (
@@ -128,3 +132,39 @@ def test_unix_time_onto_a_cycle_counter_and_back_is_unchanged() -> None:
         assert abs(scale.to_ns(to_clock(unix)) - unix) <= 1
     same = unix_to_clock(Reading(tick=10, unix=4), 1.0)
     assert same(100) == 106
+
+
+LONG_CELL = """\
+total = 0
+for i in range(steps):
+    total += i
+    if i % every == 0:
+        session.work(0)  # launch
+tracemalloc.start()  # the capture's finish and the attribution are measured
+"""
+
+
+def test_a_long_cell_on_a_cycle_counter_keeps_memory_flat_through_the_idle_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Moving the line segments onto nanoseconds and measuring the GPU's idle time in each
+    walk every segment kept, up to a million in a long cell: neither may hold a Python int
+    per segment (40 B and more each, over 80 MB for a million; the segments moved onto
+    nanoseconds take 8 B each)."""
+    monkeypatch.setattr(timeline, "RAW_EVENTS_KEPT", 10_000, raising=False)
+    session = CycleCounterSession()
+    steps, every = 30_000, 3_000
+    namespace = {"session": session, "steps": steps, "every": every, "tracemalloc": tracemalloc}
+    try:
+        capture = profile_code(compile(LONG_CELL, "long_cell.py", "exec"), namespace, session)
+        attribution = attribute_records(capture.timeline, capture.records)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    segments = len(capture.timeline["segments"]["t"])
+    assert segments > 3 * steps  # `for`, `total += i` and `if`, every iteration
+    assert 2.0 < capture.timings["clock_ticks_per_ns"] < 2.2
+    lines = {cost["line"]: cost for cost in attribution["lines"]}
+    assert lines[5]["kernels"]["count"] == steps // every
+    assert lines[3]["gpu_idle_ns"] is not None and lines[3]["gpu_idle_ns"] > 0
+    assert peak < 16 * segments + 2**20, f"{peak / segments:.0f} B per segment"

@@ -11,7 +11,8 @@ GPULENS_FIXTURE_DIR set). What each must show is known from its source:
   loop, and the loop's hint says so
 - idle_compute_bound: 20 queued 8192^3 matmuls: the GPU busy nearly all the cell
 - clock_after_torch_profiler: recorded after torch.profiler ran in the process (CUPTI then
-  stamps with the CPU's cycle counter): a 50 ms nap reads 50 ms, the GiB is on its lines
+  stamps with the CPU's cycle counter): a 50 ms nap reads 50 ms and the GPU idles through it,
+  the fill kernel before it is busy time on its own line, the GiB is on its lines
 """
 
 from __future__ import annotations
@@ -109,6 +110,8 @@ def test_a_capture_made_after_torch_profiler_reads_in_seconds() -> None:
     nap = lines[line_with(source, "# nap")]
     assert 0.05 <= nap["host_s"] < 0.07
     assert 0.05 <= nap["gpu_idle_s"] <= nap["own_s"] < 0.07
+    fill = lines[line_with(source, "# fill")]
+    assert fill["own_s"] - fill["gpu_idle_s"] >= 0.99 * fill["kernels"]["gpu_s"] > 0
     assert lines[line_with(source, "# alloc")]["memory"]["allocated"]["net"] == GiB
     assert lines[line_with(source, "# free")]["memory"]["allocated"]["net"] == -GiB
     assert lines[line_with(source, "# alloc")]["memory"]["reserved"]["net"] == GiB
