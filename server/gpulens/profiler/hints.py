@@ -94,8 +94,9 @@ def line_hints(line: dict[str, Any], pinned_gbps: float | None) -> list[dict[str
                     "code": "GPU001",
                     "message": (
                         f"the host waits for the GPU {waits} times on this line ({stalled}), "
-                        "once per run: keep the value on the device (total += loss.detach()) "
-                        "and read it once after the loop (GPU001)"
+                        f"{per_run(waits, hits)}: keep what this line reads to the host "
+                        "(`.item()`, `.cpu()`, `print`, an `if` on a tensor) on the device and "
+                        "read it once after the loop (GPU001)"
                     ),
                 }
             )
@@ -103,6 +104,17 @@ def line_hints(line: dict[str, Any], pinned_gbps: float | None) -> list[dict[str
     if straggler is not None:
         found.append(straggler)
     return found
+
+
+def per_run(count: int, runs: int) -> str:
+    """How often a line did something, said truly: "once per run" only where it did so about
+    once each time it ran (a DDP forward line waits some 4 times per run, not once)."""
+    ratio = count / max(runs, 1)
+    if ratio < 0.95:
+        return "on most of its runs"
+    if ratio <= 1.05:
+        return "once per run"
+    return f"{ratio:.1f} times per run on average"
 
 
 def straggler_hint(line: dict[str, Any]) -> dict[str, str] | None:

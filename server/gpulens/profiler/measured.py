@@ -34,7 +34,7 @@ from gpulens.analysis.config import Config, is_suppressed, suppressions
 from gpulens.analysis.model import Finding, Severity, Span
 from gpulens.analysis.source import split_lines
 from gpulens.profiler.display import device_seconds
-from gpulens.profiler.hints import SYNC_LOOP_HITS, line_hints, pinned_bandwidth
+from gpulens.profiler.hints import SYNC_LOOP_HITS, line_hints, per_run, pinned_bandwidth
 from gpulens.profiler.schema import KERNELS, MEMSETS, SYNCS, TRANSFERS, PayloadLine
 from gpulens.profiler.units import short_bytes, short_count, short_seconds
 
@@ -235,9 +235,10 @@ def _profile_findings(
         syncs = figures.get(SYNCS.key) or {}
         message = (
             f"{lead}: the host waited for the GPU {_times(int(syncs.get('count') or 0))} on "
-            f"this line ({short_seconds(float(syncs.get('stall_s') or 0))} stalled), once per "
-            f"run; {took}. The CPU stops feeding the GPU at each wait: keep the value on the "
-            "device and read it once after the loop, or every N steps."
+            f"this line ({short_seconds(float(syncs.get('stall_s') or 0))} stalled), "
+            f"{per_run(int(syncs.get('count') or 0), int(figures.get('hits') or 0))}; {took}. "
+            "The CPU stops feeding the GPU at each wait: keep the value on the device and read "
+            "it once after the loop, or every N steps."
         )
         assumed = findings_if_on_gpu(text, line, ("GPU001",), config, program=program)
         fixes = tuple(fix for finding in assumed for fix in finding.fixes)

@@ -71,3 +71,16 @@ def test_syncs_made_by_pageable_copies_point_at_pinned_memory_not_gpu001() -> No
     assert [hint["code"] for hint in line_hints(line, None)] == ["pinned-memory"]
     line["transfers"]["htod"]["pageable"] = 0
     assert [hint["code"] for hint in line_hints(line, None)] == ["GPU001"]
+
+
+def test_a_sync_hint_says_how_often_the_line_waited_per_run() -> None:
+    """A DDP forward line waited 164 times in 40 runs: "once per run" would be false, and
+    so would advice about one loss it does not read."""
+    line = {"hits": 40, "kernels": {"count": 0}, "syncs": {"count": 164, "stall_s": 0.0008}}
+    (hint,) = line_hints(line, None)
+    assert "4.1 times per run on average" in hint["message"]
+    assert "once per run" not in hint["message"] and "loss" not in hint["message"]
+    line["syncs"]["count"] = 40
+    assert "once per run" in line_hints(line, None)[0]["message"]
+    line["syncs"]["count"] = 37
+    assert "on most of its runs" in line_hints(line, None)[0]["message"]
