@@ -438,8 +438,9 @@ def annotate(payload: dict[str, Any], *, recorded: bool = False) -> dict[str, An
     shares = _shares(context)
     backend = payload.get("backend")
     loops = idle_loop_hints(payload)
+    on_gpu = any((line.get("collectives") or {}).get("count") for line in lines)
     for line in lines:
-        line["hints"] = line_hints(line, pinned)
+        line["hints"] = line_hints(line, pinned, on_gpu)
         if line["line"] in loops:
             line["hints"].append(loops[line["line"]])
         line["label"] = line_label(line, context)

@@ -35,9 +35,12 @@ _STRAGGLER_BASIS = {
 }
 
 
-def line_hints(line: dict[str, Any], pinned_gbps: float | None) -> list[dict[str, str]]:
+def line_hints(
+    line: dict[str, Any], pinned_gbps: float | None, gpu_collectives: bool = False
+) -> list[dict[str, str]]:
     """Hints for one payload line; `pinned_gbps`: pinned copies' bandwidth
-    measured elsewhere in the same cell, quoted when known."""
+    measured elsewhere in the same cell, quoted when known; `gpu_collectives`: the job's
+    collectives ran on the GPU (NCCL), not on the CPU (gloo)."""
     found: list[dict[str, str]] = []
     pageable = line.get("pageable") or {}
     copies = sum(block.get("pageable", 0) for block in line.get(TRANSFERS.key, {}).values())
@@ -100,7 +103,7 @@ def line_hints(line: dict[str, Any], pinned_gbps: float | None) -> list[dict[str
                     ),
                 }
             )
-    straggler = straggler_hint(line)
+    straggler = straggler_hint(line, gpu_collectives)
     if straggler is not None:
         found.append(straggler)
     return found
@@ -117,9 +120,11 @@ def per_run(count: int, runs: int) -> str:
     return f"{ratio:.1f} times per run on average"
 
 
-def straggler_hint(line: dict[str, Any]) -> dict[str, str] | None:
+def straggler_hint(line: dict[str, Any], gpu_collectives: bool = False) -> dict[str, str] | None:
     """A line of a job of several ranks where one rank takes much longer than the others:
-    they wait for it at their next collective. None for any other line."""
+    they wait for it at their next collective. None for any other line. Where the job's
+    collectives run on the CPU (gloo), a host-time straggler may be the rank that waited in
+    one: the message says so, and only then."""
     spread, figures = line.get("spread"), line.get("ranks") or []
     if not isinstance(spread, dict) or len(figures) < 2:
         return None
@@ -141,7 +146,7 @@ def straggler_hint(line: dict[str, Any]) -> dict[str, str] | None:
             + (
                 " (where this line is itself a collective run on the CPU, as gloo's are, the "
                 "rank named waited in it for the others instead)"
-                if spread.get("basis") == "host"
+                if spread.get("basis") == "host" and not gpu_collectives
                 else ""
             )
         ),

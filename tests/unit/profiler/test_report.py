@@ -84,3 +84,18 @@ def test_a_sync_hint_says_how_often_the_line_waited_per_run() -> None:
     assert "once per run" in line_hints(line, None)[0]["message"]
     line["syncs"]["count"] = 37
     assert "on most of its runs" in line_hints(line, None)[0]["message"]
+
+
+def test_the_gloo_caveat_of_a_host_time_straggler_only_where_collectives_ran_on_the_cpu() -> None:
+    line = {
+        "hits": 40,
+        "kernels": {"count": 0},
+        "spread": {"slowest_rank": 1, "median_s": 0.2, "max_s": 0.4, "basis": "host"},
+        "ranks": [{"rank": 0, "hits": 20}, {"rank": 1, "hits": 20}],
+    }
+    (on_cpu,) = line_hints(line, None)
+    assert "as gloo's are" in on_cpu["message"]
+    (on_gpu,) = line_hints(line, None, gpu_collectives=True)
+    assert (
+        on_gpu["message"].startswith("rank 1 is the straggler") and "gloo" not in on_gpu["message"]
+    )
