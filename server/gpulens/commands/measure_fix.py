@@ -9,7 +9,7 @@ import json
 import sys
 from pathlib import Path
 
-from gpulens.commands._usage import interpreter, positive_seconds, whole_number
+from gpulens.commands._usage import add_run_options, whole_number
 
 HELP = "measure a finding's fix: run its cell as it is and fixed, and compare times and records"
 
@@ -47,25 +47,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--json", action="store_true", help="print the gpulens.measure-fix/1 result"
     )
-    parser.add_argument(
-        "--timeout",
-        type=positive_seconds,
-        default=None,
-        metavar="S",
-        help="limit of each run (its process, both runs of the cell)",
-    )
-    parser.add_argument(
-        "--python",
-        type=interpreter,
-        metavar="INTERP",
-        help="interpreter to run it with (default: this one)",
-    )
-    parser.add_argument(
-        "--backend",
-        choices=("auto", "cupti", "torch", "host"),
-        default="auto",
-        help="capture backend (default: the best available)",
-    )
+    add_run_options(parser, "limit of each run (its process, both runs of the cell)")
 
 
 def _error(message: str) -> int:

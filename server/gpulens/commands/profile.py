@@ -11,7 +11,7 @@ import sys
 from typing import Any
 
 from gpulens.commands._paths import not_regular, unreachable
-from gpulens.commands._usage import OneLineParser, interpreter, positive_seconds, whole_number
+from gpulens.commands._usage import OneLineParser, add_run_options, whole_number
 from gpulens.profiler.capture import MEMORY_BY_DEFAULT, MEMORY_CHOICES
 
 HELP = "run a script (or one `# %%` cell of it) and show each line's kernels, copies and syncs"
@@ -48,25 +48,7 @@ def _add_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--format", choices=("text", "json", "html"), default="text")
     parser.add_argument("-o", "--output", metavar="OUT", help="write the report here, not stdout")
-    parser.add_argument(
-        "--timeout",
-        type=positive_seconds,
-        default=None,
-        metavar="S",
-        help="stop the run after S seconds",
-    )
-    parser.add_argument(
-        "--python",
-        type=interpreter,
-        metavar="INTERP",
-        help="interpreter to run it with (default: this one)",
-    )
-    parser.add_argument(
-        "--backend",
-        choices=("auto", "cupti", "torch", "host"),
-        default="auto",
-        help="capture backend (default: the best available)",
-    )
+    add_run_options(parser, "stop the run after S seconds")
     parser.add_argument(
         "--memory",
         choices=MEMORY_CHOICES,
