@@ -5,11 +5,12 @@ The corpus is public code bases of different styles (training scripts, trainer l
 fine-tuning toolkit, a speech model's decoding loop, diffusion samplers, CuPy code), fetched
 at pinned versions from the package index pip uses and cached in `.cache/realworld/`. Only
 the labels live in the repository: `benchmarks/realworld/labels/<package>.toml`, one file per
-package, holding the pin, the files in scope, the split (`tuned`, `heldout`, or `heldout2`: a
-second held-out part whose findings are judged once, later), a verdict for every finding
-gpulens printed (`tp`: a GPU cost worth fixing; `negligible`: true but not worth a user's
-time; `fp`: wrong for the code it sits on) and the *sites*: real pitfalls a reader finds by
-eye, each with the rule that should report it.
+package, holding the pin, the files in scope, the split (`tuned`, `heldout`, `heldout2` or
+`heldout3`; the last two are held-out parts whose sites were listed before gpulens ran on them
+and whose findings are judged once, later), a verdict for every finding gpulens printed (`tp`:
+a GPU cost worth fixing; `negligible`: true but not worth a user's time; `fp`: wrong for the
+code it sits on) and the *sites*: real pitfalls a reader finds by eye, each with the rule that
+should report it.
 
     python benchmarks/realworld.py                    # the figures, and the unlabeled findings
     python benchmarks/realworld.py --split tuned      # only the packages analysis work may read
@@ -17,7 +18,9 @@ eye, each with the rule that should report it.
     python benchmarks/realworld.py --json
 
 Precision counts labeled findings: lenient = (tp + negligible) / labeled, strict = tp /
-labeled. A site is found when a finding of the site's rule starts on the site's line. Findings
+labeled. A site is found when a finding of the site's rule starts on the site's line; recall
+counts only the sites listed by reading the code, not those added later because a finding on
+them was judged tp (`from_finding = true`: every tp finding is a site). Findings
 are counted once per (path, line, rule). Both figures come two ways: over all findings, and
 over the findings shown by default (severity error, warning or info: what an editor's Problems
 panel lists; `gpulens check` fails on error and warning), where only a shown finding finds a
@@ -48,7 +51,7 @@ LABELS = Path(__file__).resolve().parent / "realworld" / "labels"
 CACHE = ROOT / ".cache" / "realworld"
 
 VERDICTS = ("tp", "negligible", "fp")
-SPLITS = ("tuned", "heldout", "heldout2")
+SPLITS = ("tuned", "heldout", "heldout2", "heldout3")
 RULES = tuple(f"GPU{n:03d}" for n in range(1, 12))
 SEVERITIES = ("error", "warning", "info", "hint")
 # Shown by default: what an editor's Problems panel lists (`gpulens check` fails on error and
@@ -84,6 +87,10 @@ class Site:
     line: int
     rule: str
     reason: str
+    # added when a finding on it was judged tp, not listed by reading the code beforehand:
+    # such a site keeps the tp finding countable but is left out of recall, which a site list
+    # grown from the analysis's own findings would flatter
+    from_finding: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,7 +205,12 @@ def _label(path: Path, n: int, entry: object) -> Label:
 
 
 def _site(path: Path, n: int, entry: object) -> Site:
-    return Site(**_fields(path, "site", n, entry, ("path", "line", "rule", "reason")))
+    keys = ("path", "line", "rule", "reason")
+    if isinstance(entry, dict) and "from_finding" in entry:
+        keys = (*keys, "from_finding")
+        if not isinstance(entry["from_finding"], bool):
+            raise CorpusError(f"{path}: site {n}: from_finding must be true or false")
+    return Site(**_fields(path, "site", n, entry, keys))
 
 
 # --- fetching ----------------------------------------------------------------------------------
@@ -497,6 +509,8 @@ def score_package(package: Package, observed: Sequence[Observed]) -> PackageScor
     reported_shown = {f.key for f in findings if f.severity in SHOWN}
     missed = []
     for site in package.sites:
+        if site.from_finding:
+            continue  # not a site a reader listed first: no part of recall
         score = by_rule.setdefault(site.rule, Score())
         key = (site.path, site.line, site.rule)
         for tally, found in ((score.all, reported), (score.shown, reported_shown)):

@@ -116,7 +116,8 @@ def notebook_payload(name: str, place: int) -> dict[str, Any]:
 
 def synthetic_payload() -> dict[str, Any]:
     """Figures no recording has: ↔ copies, counts in thousands, a kernel name past the cut
-    with `|` and a backtick in it, a copy direction the schema does not know."""
+    with `|` and a backtick in it, a copy direction the schema does not know, GPU memory
+    in both views with the peak reached on a line, the GPU idle most of a line."""
     top = [
         {
             "name": "void at::native::elementwise<128, " + "T" * 90 + "|x`y>",
@@ -146,8 +147,24 @@ def synthetic_payload() -> dict[str, Any]:
             "syncs": {"count": 12_345, "stall_s": 75.0},
             "pageable": {"bytes": 400_000_000, "s": 0.062},
             "pinned": {"bytes": 0, "s": 0.0},
+            "memory": {
+                "allocated": {"alloc": 3 * 2**30, "free": 2 * 2**30, "net": 2**30},
+                "reserved": {"alloc": 2**31, "free": 0, "net": 2**31},
+            },
+            "own_s": 0.0087,
+            "gpu_idle_s": 0.0081,
         },
-        {"line": 5, "hits": 1_000_000, "host_s": 0.25},
+        {
+            "line": 5,
+            "hits": 1_000_000,
+            "host_s": 0.25,
+            "memory": {
+                "allocated": {"alloc": 0, "free": 2**30, "net": -(2**30)},
+                "reserved": {"alloc": 0, "free": 0, "net": 0},
+            },
+            "own_s": 0.25,
+            "gpu_idle_s": 0.0,
+        },
     ]
     return annotate(
         {
@@ -161,6 +178,11 @@ def synthetic_payload() -> dict[str, Any]:
             "unattributed": {"kernels": 3},
             "error": None,
             "code": ["# %% synthetic", "x = big.to(device)", "", "for i in range(10**6): pass"],
+            "peak": {
+                "allocated": [{"device": 0, "bytes": 12_884_901_888, "rise": 2**30, "line": 3}],
+                "reserved": [{"device": 0, "bytes": None, "rise": 2**31, "line": 3}],
+            },
+            "gpu_busy": {"s": 1.6, "share": 0.8},
         }
     )
 

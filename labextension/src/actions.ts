@@ -32,6 +32,8 @@ export interface FindingEntry {
   code: string;
   severity: string;
   message: string;
+  /** `analysis`, or `profile`: the cell's last profile found it where the analysis was silent. */
+  origin?: string;
   /** What a hover over the finding shows. */
   hover: string;
   from: number;
@@ -75,6 +77,8 @@ export interface ActionsRequest {
   fix_all?: boolean;
   selection?: { cell: number; from: number; to: number };
   refactor?: string;
+  /** Per code cell, its last profile's payload (merged into its findings), or null. */
+  profiles?: (Record<string, unknown> | null)[];
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {

@@ -4,6 +4,8 @@
  * drawn in the cells (underline, hover, a bulb on lines with a fix), and its fixes, "Fix all in
  * notebook" and the selection refactors are offered in the bulb's menu and the cell's context
  * menu. Each action is applied as one undoable step per cell. The server words every label.
+ * Each cell's last profile (a `%%gpulens` output) goes with its text: the server merges what it
+ * measured into the cell's findings, and a new profile asks for the findings again.
  */
 
 import type { JupyterFrontEnd } from '@jupyterlab/application';
@@ -27,7 +29,8 @@ import {
   parseAnswer,
 } from './actions';
 import { type FindingMark, type MarkOptions, showFindings } from './findingMarks';
-import { isCodeCell } from './profile';
+import { profileKey } from './payloads';
+import { isCodeCell, profilePayloadOfCell } from './profile';
 
 export const FIX_COMMAND = 'gpulens:apply-fix';
 export const FIX_ALL_COMMAND = 'gpulens:fix-all-in-notebook';
@@ -43,10 +46,11 @@ const LSP_DIAGNOSTICS_PLUGIN = '@jupyter-lsp/jupyterlab-lsp:diagnostics';
 /** Context-menu entries for the selection refactors the answer lists. */
 const REFACTOR_SLOTS = 4;
 
-/** The code cells and their texts as one request sent them. */
+/** The code cells, their texts and their last profiles as one request sent them. */
 interface Sent {
   models: ICodeCellModel[];
   texts: string[];
+  profiles: (Record<string, unknown> | null)[];
 }
 
 type Reply = { answer: ActionsAnswer; sent: Sent } | { error: string };
@@ -111,8 +115,13 @@ class NotebookAnalysis {
   }
 
   current(): Sent {
-    const models = this.codeCells().map((cell) => cell.model);
-    return { models, texts: models.map((model) => model.sharedModel.getSource()) };
+    const cells = this.codeCells();
+    const models = cells.map((cell) => cell.model);
+    return {
+      models,
+      texts: models.map((model) => model.sharedModel.getSource()),
+      profiles: cells.map((cell) => profilePayloadOfCell(cell)),
+    };
   }
 
   /** Whether the answer is about the cells as they are now. */
@@ -128,7 +137,12 @@ class NotebookAnalysis {
     const sent = this.sent;
     return (
       now.models.length === sent.models.length &&
-      now.models.every((model, i) => model === sent.models[i] && now.texts[i] === sent.texts[i])
+      now.models.every(
+        (model, i) =>
+          model === sent.models[i] &&
+          now.texts[i] === sent.texts[i] &&
+          profileKey(now.profiles[i] ?? null) === profileKey(sent.profiles[i] ?? null),
+      )
     );
   }
 
@@ -176,6 +190,9 @@ class NotebookAnalysis {
   async request(extra: Omit<ActionsRequest, 'cells'>): Promise<Reply> {
     const sent = this.current();
     const body: ActionsRequest = { cells: sent.texts, path: this.panel.context.path, ...extra };
+    if (sent.profiles.some((profile) => profile !== null)) {
+      body.profiles = sent.profiles;
+    }
     const answer = await postActions(this.settings, body);
     return typeof answer === 'string' ? { error: answer } : { answer, sent };
   }

@@ -170,6 +170,19 @@ export function parseProfile(data: unknown): ProfiledLine[] | null {
 }
 
 /**
+ * A profile payload to hand back to the server as it is (the notebook-actions route merges it
+ * into the cell's findings), or null when `data` is not a payload this client reads.
+ */
+export function profilePayload(data: unknown): Json | null {
+  return readable(data, 'profile') ? data : null;
+}
+
+/** What tells one profile of a cell from the next: when it ran, and its wall time. */
+export function profileKey(payload: Json | null): string {
+  return payload ? `${str(payload.time) ?? ''}|${String(num(payload.wall_s) ?? '')}` : '';
+}
+
+/**
  * The editor line (1-based) of a payload line. The magic numbers the `%%gpulens` line as 1.
  * When the cell's source starts with `%%gpulens` itself the numbers match; when the lab ran
  * the cell wrapped (its source has no magic line), the body's line 2 is the editor's line 1.

@@ -11,7 +11,13 @@ import type { NotebookPanel } from '@jupyterlab/notebook';
 import { OutputArea } from '@jupyterlab/outputarea';
 
 import { type MarkdownRenderer, marksFor, showCosts } from './decorations';
-import { parseProfile, PROFILE_MIME, type ProfiledLine, startsWithMagicLine } from './payloads';
+import {
+  parseProfile,
+  PROFILE_MIME,
+  type ProfiledLine,
+  profilePayload,
+  startsWithMagicLine,
+} from './payloads';
 
 const LOAD_EXTENSION = '%load_ext gpulens';
 
@@ -46,6 +52,18 @@ export function profileOfCell(cell: CodeCell): ProfiledLine[] | null {
   for (let i = outputs.length - 1; i >= 0; i--) {
     const data = outputs.get(i).data[PROFILE_MIME];
     const payload = parseProfile(data);
+    if (payload) {
+      return payload;
+    }
+  }
+  return null;
+}
+
+/** The payload of the cell's last profile, as the kernel displayed it, or null. */
+export function profilePayloadOfCell(cell: CodeCell): Record<string, unknown> | null {
+  const outputs = cell.model.outputs;
+  for (let i = outputs.length - 1; i >= 0; i--) {
+    const payload = profilePayload(outputs.get(i).data[PROFILE_MIME]);
     if (payload) {
       return payload;
     }

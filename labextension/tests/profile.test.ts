@@ -1,7 +1,13 @@
 import { describe, expect, it } from 'vitest';
 
 import { marksFor } from '../src/decorations';
-import { editorLine, parseProfile, startsWithMagicLine } from '../src/payloads';
+import {
+  editorLine,
+  parseProfile,
+  profileKey,
+  profilePayload,
+  startsWithMagicLine,
+} from '../src/payloads';
 import { drawsField, fields, payload, payloads, type Json } from './payloads';
 
 describe('every profile payload the server makes, as the lab draws it', () => {
@@ -88,5 +94,24 @@ describe('reading', () => {
     expect(parseProfile({ ...notebook, schema: 'gpulens.profile/1' })).toBeNull();
     expect(parseProfile({ schema: 'gpulens.status/2', lines: [] })).toBeNull();
     expect(parseProfile('gpulens.profile/2')).toBeNull();
+  });
+});
+
+describe("handing a cell's last profile back to the server", () => {
+  const notebook = payload('profile-notebook-train_step');
+
+  it('sends the payload as the kernel displayed it, and nothing that is not one', () => {
+    expect(profilePayload(notebook)).toBe(notebook);
+    expect(profilePayload({ ...notebook, schema: 'gpulens.profile/1' })).toBeNull();
+    expect(profilePayload({ schema: 'gpulens.status/2' })).toBeNull();
+    expect(profilePayload(null)).toBeNull();
+  });
+
+  it('tells a new profile of the cell from the one sent', () => {
+    const again = { ...notebook, time: '2030-01-01T00:00:00+00:00' };
+    expect(profileKey(notebook)).toBe(profileKey(structuredClone(notebook)));
+    expect(profileKey(again)).not.toBe(profileKey(notebook));
+    expect(profileKey({ ...notebook, wall_s: 1234.5 })).not.toBe(profileKey(notebook));
+    expect(profileKey(null)).toBe('');
   });
 });

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from gpulens.commands._usage import OneLineParser
 
-SUBCOMMANDS = ("check", "serve", "status", "doctor", "profile")
+SUBCOMMANDS = ("check", "serve", "status", "doctor", "profile", "measure-fix")
 
 
 class _PrintVersion(argparse.Action):
@@ -44,10 +44,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action=_PrintVersion, help="show the version and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in SUBCOMMANDS:
+        module_name = f"gpulens.commands.{name.replace('-', '_')}"
         try:
-            module = importlib.import_module(f"gpulens.commands.{name}")
+            module = importlib.import_module(module_name)
         except ModuleNotFoundError as error:
-            if error.name != f"gpulens.commands.{name}":
+            if error.name != module_name:
                 raise
             continue  # a subcommand that is not part of this build
         command = sub.add_parser(name, help=module.HELP, description=module.HELP)

@@ -18,8 +18,14 @@ import argparse
 import shlex
 from typing import Any, NoReturn
 
+from gpulens.profiler.capture import MEMORY_BY_DEFAULT, MEMORY_CHOICES
+
 MIME = "application/vnd.gpulens.profile+json"
-_USAGE = "usage: %%gpulens [--backend auto|cupti|torch|host] [--cell N]  |  %gpulens status"
+_USAGE = (
+    "usage: %%gpulens [--backend auto|cupti|torch|host] [--cell N] "
+    "[--memory reserved|all|off] [--no-memory]  |  "
+    "%gpulens status"
+)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -42,6 +48,9 @@ def parse_options(line: str) -> argparse.Namespace:
     # where the cell stands in its notebook (from 1), for the report's header: the kernel
     # knows only the execution count; the editors that add `%%gpulens` say which cell it is
     parser.add_argument("--cell", type=_cell_number, default=None)
+    # GPU memory per line: the views recorded (the driver's by default)
+    parser.add_argument("--memory", choices=MEMORY_CHOICES, default=MEMORY_BY_DEFAULT)
+    parser.add_argument("--no-memory", dest="memory", action="store_const", const="off")
     try:
         return parser.parse_args(shlex.split(line))
     except argparse.ArgumentError as error:
@@ -49,10 +58,15 @@ def parse_options(line: str) -> argparse.Namespace:
 
 
 def profile_cell_in_kernel(
-    shell: Any, cell: str, backend: str = "auto", place: int | None = None
+    shell: Any,
+    cell: str,
+    backend: str = "auto",
+    place: int | None = None,
+    memory: str = MEMORY_BY_DEFAULT,
 ) -> tuple[dict[str, Any], BaseException | None]:
     """Runs `cell` in `shell.user_ns` under the profiler: (payload, the cell's exception).
-    `place`: where the cell stands in its notebook, from 1, when the caller knows."""
+    `place`: where the cell stands in its notebook, from 1, when the caller knows;
+    `memory`: the GPU memory views recorded (`capture.MEMORY_CHOICES`)."""
     import datetime as dt
 
     from gpulens.profiler.attribution import attribute_records
@@ -64,7 +78,7 @@ def profile_cell_in_kernel(
     number = getattr(shell, "execution_count", 0)
     filename = shell.compile.cache(source, number)  # tracebacks show the cell's source
     code = compile(source, filename, "exec", shell.compile.flags, dont_inherit=True)
-    capture = profile_code(code, shell.user_ns, backend)
+    capture = profile_code(code, shell.user_ns, backend, memory=memory)
     attributed = attribute_records(capture.timeline, capture.records)
     lines = body.splitlines()
     payload = build_payload(
@@ -125,7 +139,7 @@ def _make_magics() -> Any:
             from IPython.display import display
 
             payload, raised = profile_cell_in_kernel(
-                self.shell, cell, options.backend, options.cell
+                self.shell, cell, options.backend, options.cell, memory=options.memory
             )
             display(bundle(payload), raw=True)
             if raised is not None:

@@ -22,6 +22,7 @@ import pytest
 from gpulens.profiler.attribution import attribute_records
 from gpulens.profiler.capture import profile_code
 from gpulens.profiler.report import build_payload
+from gpulens.profiler.units import memory_bytes
 
 HAS_GPU = importlib.util.find_spec("torch") is not None and shutil.which("nvidia-smi") is not None
 HAS_CUPTI = importlib.util.find_spec("cupti") is not None
@@ -30,6 +31,7 @@ pytestmark = [
     pytest.mark.skipif(not HAS_GPU, reason="needs torch and an NVIDIA GPU (device machine)"),
 ]
 needs_cupti = pytest.mark.skipif(not HAS_CUPTI, reason="needs cupti-python (gpulens[cupti])")
+UNIX_2020_NS = 1_577_836_800 * 10**9
 
 
 @pytest.fixture(scope="module")
@@ -43,16 +45,21 @@ def torch() -> Any:
 
 
 def profile(
-    name: str, source: str, namespace: dict[str, Any], backend: str = "cupti"
+    name: str,
+    source: str,
+    namespace: dict[str, Any],
+    backend: str = "cupti",
+    memory: str = "all",
 ) -> tuple[Any, dict[str, Any], dict[int, dict[str, Any]]]:
-    """Profiles `source` (lines numbered from 1) in `namespace`; (capture, payload, by line)."""
+    """Profiles `source` (lines numbered from 1) in `namespace`, with both views of GPU
+    memory unless `memory` says otherwise; (capture, payload, by line)."""
     source = textwrap.dedent(source).strip("\n") + "\n"
     # a real file, as the CLI gives: torch.profiler keeps no stack frames of "<...>" code
     filename = os.path.join(tempfile.gettempdir(), f"gpulens_test_{name}.py")
     with open(filename, "w", encoding="utf-8") as handle:
         handle.write(source)
     code = compile(source, filename, "exec")
-    capture = profile_code(code, namespace, backend)
+    capture = profile_code(code, namespace, backend, memory=memory)
     attributed = attribute_records(capture.timeline, capture.records)
     payload = build_payload(
         attributed,
@@ -66,7 +73,12 @@ def profile(
     )
     folder = os.environ.get("GPULENS_FIXTURE_DIR")
     events = capture.line_events()  # None for a cell long enough to fold its timeline
-    if folder and events is not None:
+    # a fixture is a GPU backend's capture (the host backend's has no records to replay, and
+    # its line events stay on perf_counter's nanoseconds: nothing is placed by time)
+    if folder and events is not None and capture.backend != "host":
+        # on Unix nanoseconds whatever clock the backend ran on (CUPTI's is the CPU's cycle
+        # counter once torch.profiler ran in this process)
+        assert events["start"] > UNIX_2020_NS, (name, events["start"], capture.timings)
         os.makedirs(folder, exist_ok=True)
         fixture = {
             "name": name,
@@ -105,6 +117,20 @@ def test_cupti_records_decode_with_cupti_python_dtypes(torch: Any) -> None:
     assert capture.backend == "cupti", capture.warnings
     assert not any("laid out differently" in w for w in capture.warnings)
     print("libcupti", backend._libcupti_path())
+
+
+def test_distinct_values_and_their_indexes_agree_on_either_side_of_numpys_unique() -> None:
+    """Kernel names and API calls are found distinct by a Python set in a small buffer and by
+    numpy's unique in a large one: both must give the same answer."""
+    np = pytest.importorskip("numpy")
+    from gpulens.profiler.capture.activity import FEW_RECORDS, _distinct, _indexed
+
+    pointers = [0x7F00_0000_1000 + 64 * (i * 7 % 13) for i in range(2 * FEW_RECORDS)]
+    for count in (3, FEW_RECORDS - 1, FEW_RECORDS, 2 * FEW_RECORDS):
+        column = np.asarray(pointers[:count], dtype=np.uint64)
+        distinct, index = _indexed(column)
+        assert distinct == sorted(set(pointers[:count])) == _distinct(column)
+        assert [distinct[i] for i in index] == pointers[:count]
 
 
 SMALL_COPIES = """
@@ -392,6 +418,55 @@ def test_torch_profiler_works_after_a_gpulens_profile(torch: Any) -> None:
     assert lines[1]["kernels"]["count"] == 2
 
 
+CLOCKED = """
+x = torch.empty(2**28, device="cuda")  # alloc
+x.fill_(1.0); torch.cuda.synchronize()  # fill
+time.sleep(0.05)  # nap
+del x  # free
+"""
+
+
+@needs_cupti
+def test_after_torch_profiler_lines_still_read_in_seconds_and_memory_on_its_line(
+    torch: Any,
+) -> None:
+    """torch.profiler gives CUPTI the CPU's cycle counter as its clock for the rest of the
+    process (Kineto's timestamp callback): a later profile measures the rate and reports
+    seconds (a 50 ms nap is 50 ms, not 105), places torch's allocator history, which is
+    in Unix time, on the right lines, and measures the GPU's idle time on the one clock: the
+    fill kernel is busy time on its line, the nap after it is idle. (A cell that makes no GPU
+    work has no idle time to give: the GPU's idle time is only said of a cell that used it.)"""
+    import time
+
+    from torch.profiler import ProfilerActivity
+    from torch.profiler import profile as torch_profile
+
+    with torch_profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]):
+        torch.ones(8, device="cuda").sum().item()
+    torch.cuda.synchronize()
+    torch.cuda.empty_cache()
+    namespace = {"torch": torch, "time": time}
+    capture, payload, lines = profile("clock_after_torch_profiler", CLOCKED, namespace)
+    assert capture.backend == "cupti", capture.warnings
+    print("clock ticks per ns:", capture.timings.get("clock_ticks_per_ns", 1.0))
+    nap = lines[line_of(CLOCKED, "# nap")]
+    assert 0.05 <= nap["host_s"] < 0.07
+    assert 0.05 <= nap["gpu_idle_s"] <= nap["own_s"] < 0.07
+    assert 0.05 <= payload["wall_s"] < 0.1
+    fill = lines[line_of(CLOCKED, "# fill")]
+    assert fill["kernels"]["count"] == 1
+    # the kernel ran within its line (the line waits for it): the GPU's busy time there
+    assert fill["own_s"] - fill["gpu_idle_s"] >= 0.99 * fill["kernels"]["gpu_s"] > 0
+    alloc = lines[line_of(CLOCKED, "# alloc")]["memory"]
+    free = lines[line_of(CLOCKED, "# free")]["memory"]
+    assert alloc["allocated"] == {"alloc": GiB, "free": 0, "net": GiB}
+    assert alloc["reserved"] == {"alloc": GiB, "free": 0, "net": GiB}
+    assert free["allocated"] == {"alloc": 0, "free": GiB, "net": -GiB}
+    zero = {"alloc": 0, "free": 0, "net": 0}
+    assert nap["memory"] == {"allocated": zero, "reserved": zero}
+    assert fill["memory"] == {"allocated": zero, "reserved": zero}
+
+
 def test_gpulens_falls_back_while_torch_profiler_holds_cupti(torch: Any) -> None:
     from torch.profiler import ProfilerActivity
     from torch.profiler import profile as torch_profile
@@ -480,3 +555,214 @@ def test_a_long_python_loop_keeps_memory_flat_and_its_launches_on_their_line(
     assert payload["unattributed"]["kernels"] == 0
     assert lines[line_of(LONG_LOOP, "total += i")]["hits"] == steps
     assert grew_mb <= 50
+
+
+# -- GPU memory per line, and the GPU's idle time -------------------------------------------------
+MEMORY = """
+x = torch.empty(2**28, device="cuda")  # alloc
+x.fill_(1.0)  # fill
+del x  # free
+torch.cuda.empty_cache()  # release
+"""
+GiB = 2**30
+
+
+def requested_bytes(torch: Any) -> int:
+    """Bytes torch's allocator holds for tensors now, as requested (what the history counts)."""
+    return int(torch.cuda.memory_stats()["requested_bytes.all.current"])
+
+
+@needs_cupti
+@pytest.mark.parametrize("backend", ["cupti", "torch"])
+def test_a_gib_allocated_and_freed_on_their_lines(torch: Any, backend: str) -> None:
+    """2**28 floats are 1 GiB for torch's allocator on the line that makes them and -1 GiB on
+    the `del`; with the cache emptied first, the driver hands out that GiB on the first line
+    and takes it back on `empty_cache` (CUPTI's memory records: the cupti backend only)."""
+    torch.cuda.synchronize()
+    torch.cuda.empty_cache()
+    name = "memory_lines" if backend == "cupti" else f"memory_lines_{backend}"
+    capture, payload, lines = profile(name, MEMORY, {"torch": torch}, backend)
+    assert capture.backend == backend, capture.warnings
+    alloc = lines[line_of(MEMORY, "# alloc")]["memory"]
+    free = lines[line_of(MEMORY, "# free")]["memory"]
+    fill = lines[line_of(MEMORY, "# fill")]["memory"]
+    assert alloc["allocated"] == {"alloc": GiB, "free": 0, "net": GiB}
+    assert free["allocated"] == {"alloc": 0, "free": GiB, "net": -GiB}
+    assert fill["allocated"] == {"alloc": 0, "free": 0, "net": 0}
+    assert "+1.0 GiB mem" in lines[line_of(MEMORY, "# alloc")]["label"]
+    assert "−1.0 GiB mem" in lines[line_of(MEMORY, "# free")]["label"]
+    peak = payload["peak"]["allocated"]
+    assert [(p["line"], p["rise"]) for p in peak] == [(line_of(MEMORY, "# alloc"), GiB)]
+    if backend == "cupti":
+        release = lines[line_of(MEMORY, "# release")]["memory"]
+        assert alloc["reserved"] == {"alloc": GiB, "free": 0, "net": GiB}
+        assert free["reserved"] == {"alloc": 0, "free": 0, "net": 0}  # torch keeps it cached
+        assert release["reserved"] == {"alloc": 0, "free": GiB, "net": -GiB}
+    else:
+        assert "reserved" not in alloc  # torch.profiler gives no driver view
+    assert not any("memory record" in w for w in payload["warnings"]), payload["warnings"]
+
+
+PEAK = """
+keep = torch.zeros(2**26, device="cuda")  # keep
+for i in range(3):
+    big = torch.empty(2**27 * (i + 1), device="cuda")  # big
+    del big  # drop
+"""
+
+
+@needs_cupti
+def test_the_peak_inside_a_loop_is_named_on_its_line_with_its_bytes(torch: Any) -> None:
+    """256 MiB kept (zeroed: GPU work, so its recording has a heat scale), then 512 MiB,
+    1 GiB and 1.5 GiB made and dropped in turn: the peak is what was held before the cell
+    + 256 MiB + 1.5 GiB, reached on the `big` line."""
+    torch.cuda.synchronize()
+    before = requested_bytes(torch)
+    _, payload, lines = profile("memory_peak_loop", PEAK, {"torch": torch})
+    peak = payload["peak"]["allocated"]
+    assert len(peak) == 1
+    assert peak[0]["line"] == line_of(PEAK, "# big")
+    assert peak[0]["bytes"] == before + 2**28 + 3 * 2**29
+    assert peak[0]["rise"] == 2**28 + 3 * 2**29
+    big = lines[line_of(PEAK, "# big")]["memory"]["allocated"]
+    assert big == {"alloc": 6 * 2**29, "free": 0, "net": 6 * 2**29}
+    assert lines[line_of(PEAK, "# drop")]["memory"]["allocated"]["net"] == -6 * 2**29
+    assert f"peak {memory_bytes(peak[0]['bytes'])}" in lines[line_of(PEAK, "# big")]["label"]
+    table = payload["display"]["table"]
+    column = [c["title"] for c in table["columns"]].index("GPU work")
+    marked = [row["line"] for row in table["rows"] if "▲ peak" in row["cells"][column]]
+    assert marked == [line_of(PEAK, "# big")]
+    assert f"at line {line_of(PEAK, '# big')}" in payload["display"]["header"]
+
+
+IDLE = """
+for step in range(steps):
+    y = x * 2  # tiny
+    time.sleep(0.005)  # sleep
+torch.cuda.synchronize()
+"""
+
+
+@needs_cupti
+def test_a_loop_of_tiny_kernels_and_sleeps_leaves_the_gpu_idle(torch: Any) -> None:
+    """20 kernels of a few µs, 5 ms of sleep after each: the GPU sits idle nearly all of
+    the loop, and the loop's line says so."""
+    import time
+
+    namespace = {"torch": torch, "time": time, "x": torch.ones(1000, device="cuda"), "steps": 20}
+    exec("y = x * 2", namespace)  # the kernel loaded before the profile
+    _, payload, lines = profile("idle_sleep_loop", IDLE, namespace)
+    sleep = lines[line_of(IDLE, "# sleep")]
+    assert sleep["own_s"] >= 20 * 0.005
+    assert sleep["gpu_idle_s"] >= 0.99 * sleep["own_s"]
+    assert payload["gpu_busy"]["share"] < 0.01
+    loop = lines[line_of(IDLE, "for step")]
+    hint = next(h for h in loop["hints"] if h["code"] == "gpu-idle")
+    assert hint["message"].split(" of this loop")[0] in (
+        "the GPU was idle 99%",
+        "the GPU was idle 100%",
+    )
+    assert "GPU idle 99%" in sleep["label"] or "GPU idle 100%" in sleep["label"]
+
+
+BUSY = """
+for _ in range(20):
+    c = a @ b  # matmul
+torch.cuda.synchronize()  # wait
+"""
+
+
+def idle_outside_the_work(capture: Any) -> tuple[float, float]:
+    """(s from the cell's first line to its first GPU work, s from its last work to the end
+    of its last line): the GPU's idle time when it never waits between the two."""
+    records, segments = capture.records, capture.timeline["segments"]
+    work = [
+        (begin, end)
+        for family in ("kernels", "memset", "memcpy")
+        for begin, end in zip(records[family]["start"], records[family]["end"], strict=True)
+    ]
+    on_lines = [i for i, line in enumerate(segments["line"]) if line]
+    first, last = segments["t"][on_lines[0]], segments["t"][on_lines[-1] + 1]
+    return (min(b for b, _ in work) - first) / 1e9, (last - max(e for _, e in work)) / 1e9
+
+
+@needs_cupti
+def test_a_compute_bound_loop_keeps_the_gpu_busy(torch: Any) -> None:
+    """20 bf16 8192^3 matmuls (about 1.4 ms each on an H200) queued at once: the host waits
+    while the GPU works, and the GPU is idle only before the first one starts (the first
+    launch: ~0.6 ms, a fixed cost whatever the cell's length) and after the last one ends;
+    between them only the GPU's own gaps from one kernel to the next (a few µs each)."""
+    a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+    namespace = {"a": a, "b": a.clone(), "torch": torch}
+    exec("c = a @ b; torch.cuda.synchronize()", namespace)  # cuBLAS warm
+    capture, payload, lines = profile("idle_compute_bound", BUSY, namespace)
+    assert payload["gpu_busy"]["share"] >= 0.95
+    idle = sum(line["gpu_idle_s"] for line in payload["lines"])
+    before, after = idle_outside_the_work(capture)
+    print(
+        f"idle {idle * 1e3:.3f} ms: before the first kernel {before * 1e3:.3f} ms, "
+        f"after the last {after * 1e3:.3f} ms"
+    )
+    assert before + after - 1e-6 <= idle <= before + after + 20 * 10e-6
+    assert before < 0.002
+    wait = lines[line_of(BUSY, "# wait")]
+    assert wait["gpu_idle_s"] <= 0.01 * wait["own_s"]
+    assert not any(h["code"] == "gpu-idle" for line in payload["lines"] for h in line["hints"])
+
+
+def profile_cli(tmp_path: Any, source: str, *flags: str) -> dict[str, Any]:
+    """`gpulens profile FILE --format json` of `source`, in a subprocess as a user runs it."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "memory_cli.py"
+    script.write_text(textwrap.dedent(source))
+    out = tmp_path / "payload.json"
+    command = [sys.executable, "-m", "gpulens", "profile", str(script), "--format", "json"]
+    done = subprocess.run(
+        [*command, "-o", str(out), "--timeout", "120", *flags],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    payload: dict[str, Any] = json.loads(out.read_text())
+    return payload
+
+
+def memory_of(payload: dict[str, Any], marker: str) -> Any:
+    first = payload["source"]["first_line"]
+    return next(
+        line["memory"]
+        for line in payload["lines"]
+        if marker in payload["code"][line["line"] - first]
+    )
+
+
+@needs_cupti
+def test_memory_per_line_through_the_cli_and_its_switch(tmp_path: Any) -> None:
+    """By default the driver's view only; `--memory all` adds torch's allocator view (torch
+    set up in the cell before: both; torch imported but CUDA not used yet: torch's view
+    starts when CUDA does; torch imported by the profiled code itself: the driver's view,
+    and a note saying why torch's is missing); `--no-memory`: none."""
+    cells = """
+    import torch
+    {setup}
+    # %%
+    y = torch.empty(2**20, device="cuda")  # alloc
+    """
+    ready = cells.format(setup="torch.ones(1, device='cuda')")
+    default = profile_cli(tmp_path, ready, "--cell", "1")
+    assert default["backend"] == "cupti", default["warnings"]
+    assert list(memory_of(default, "# alloc")) == ["reserved"]
+    both = profile_cli(tmp_path, ready, "--cell", "1", "--memory", "all")
+    assert memory_of(both, "# alloc")["allocated"]["net"] == 4 * 2**20
+    assert "reserved" in memory_of(both, "# alloc")
+    lazy = profile_cli(tmp_path, cells.format(setup=""), "--cell", "1", "--memory", "all")
+    assert memory_of(lazy, "# alloc")["allocated"]["net"] == 4 * 2**20
+    off = profile_cli(tmp_path, cells.format(setup=""), "--cell", "1", "--no-memory")
+    assert memory_of(off, "# alloc") is None and off["peak"] is None
+    whole = profile_cli(tmp_path, cells.format(setup=""), "--memory", "all")
+    assert "allocated" not in memory_of(whole, "# alloc")
+    assert any("torch's allocator view" in w for w in whole["warnings"]), whole["warnings"]

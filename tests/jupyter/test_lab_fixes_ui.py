@@ -9,6 +9,7 @@ and one undo must restore the cell. Screenshots go to test-artifacts/lab-fix-*.p
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,6 +22,7 @@ from gpulens.analysis.edits import apply_edits
 from gpulens.analysis.notebook_fixes import fix_all_cells
 from gpulens.analysis.refactors import refactor
 from gpulens.jupyter.notebook_actions import CellText
+from gpulens.profiler.display import annotate
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "labextension" / "ui-tests"))
 from lab_harness import (
@@ -42,6 +44,8 @@ pytest.importorskip("jupyterlab")
 sync_api = pytest.importorskip("playwright.sync_api")
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
+
+PROFILES = Path(__file__).resolve().parents[1] / "fixtures" / "profiler"
 
 SETUP_CELL = 'import torch\nx = torch.randn(10, device="cuda")\n'
 LOOP_CELL = (
@@ -292,3 +296,55 @@ def test_with_jupyterlab_lsp_its_diagnostics_show_and_the_fix_still_applies(
         )
     finally:
         context.close()
+
+
+def test_a_cell_s_saved_profile_confirms_its_finding_and_an_edit_clears_it(
+    page: Any, lab: Lab
+) -> None:
+    # the example notebook's training loop under `%%gpulens` on an H200, worded as the magic
+    # words its output today
+    profile = annotate(json.loads((PROFILES / "pitfalls_cell3_h200.profile.json").read_text()))
+    loop = "\n".join(profile["code"])
+    setup = (
+        "import torch\nfrom torch import nn\nmodel = nn.Linear(784, 10).to('cuda')\n"
+        "x = torch.randn(256, 784, device='cuda')\n"
+        "y = torch.randint(0, 10, (256,), device='cuda')\n"
+        "opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+    )
+    # the loop cell as saved after `%%gpulens` ran it on an H200: its profile is its output
+    profiled = {
+        "cell_type": "code",
+        "source": loop,
+        "execution_count": 3,
+        "outputs": [
+            {
+                "output_type": "display_data",
+                "metadata": {},
+                "data": {"application/vnd.gpulens.profile+json": profile, "text/plain": "…"},
+            }
+        ],
+    }
+    write_notebook(lab.root / "measured.ipynb", [setup, profiled])
+    open_notebook(page, lab, "measured.ipynb")
+    target = notebook_cell(page, 1)
+    mark = target.locator(".gpulens-finding")
+    mark.wait_for()
+    mark.hover()
+    hover = page.locator(".gpulens-finding-hover")
+    hover.wait_for()
+    assert "Measured in the last profile: 200 syncs, 1.5 ms stalled" in hover.inner_text()
+    shot(page, "measured")
+
+    # an edit of the measured line drops its figures; the finding stays
+    sync = loop.split("\n").index("    losses.append(loss.item())") + 1
+    line_of(target, sync).click()
+    page.keyboard.press("End")
+    page.keyboard.type("  # edited")
+    page.wait_for_timeout(1500)
+    mark = target.locator(".gpulens-finding")
+    mark.wait_for()
+    page.mouse.move(0, 0)
+    mark.hover()
+    hover = page.locator(".gpulens-finding-hover")
+    hover.wait_for()
+    assert "GPU001" in hover.inner_text() and "Measured" not in hover.inner_text()

@@ -8,6 +8,7 @@ installed); one server serves the module (each test opens its own document), wit
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import os
 import re
 import time
@@ -30,6 +31,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
 from gpulens.lsp.profiling import carry_over
+from gpulens.profiler.schema import SCHEMA
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -219,7 +221,7 @@ async def test_profile_returns_the_payload_and_draws_hints_then_edits_and_clear(
     payload = await profile(client, uri, TOTAL)
 
     # plain Python: the host backend here; a machine with torch or cupti-python picks those
-    assert payload["schema"] == "gpulens.profile/2" and payload["backend"] != "none"
+    assert payload["schema"] == SCHEMA and payload["backend"] != "none"
     assert payload["error"] is None
     assert payload["source"]["cell"] == 1
     hits = {line["line"]: line["hits"] for line in payload["lines"]}
@@ -407,3 +409,45 @@ async def test_a_missing_interpreter_says_which_setting_to_fix(
     (message,) = messages_since(client, shown)
     assert "was not profiled" in message and "gpulens.profile.python" in message
     assert await hints(client, uri) == {}
+
+
+DDP = """\
+import torch.distributed as dist
+# %%
+dist.init_process_group("gloo")
+# %%
+x = 1
+"""
+
+
+async def test_a_cell_set_up_as_a_distributed_job_runs_as_ranks(
+    client: ProfilingClient, folder: Path
+) -> None:
+    """A plain run of this cell raises "environment variable RANK expected"; as ranks it runs
+    under torch's launcher, or, where the interpreter has no torch, says the launcher needs it."""
+    await settings_changed(client, {"profile": {"timeoutSeconds": 60, "ranks": 1}})
+    try:
+        uri = uri_in(folder, "ddp.py")
+        open_document(client, uri, DDP)
+        payload = await profile(client, uri, 4)
+    finally:
+        await settings_changed(client, {"profile": {"timeoutSeconds": TIMEOUT_S}})
+    if importlib.util.find_spec("torch") is None:
+        assert payload["error"]["type"] == "InterpreterError"
+        assert "torch.distributed.run" in payload["error"]["message"]
+    else:
+        assert payload["error"] is None, payload["error"]
+        assert payload["ranks"]["world_size"] == 1
+    assert "RANK" not in str(payload["error"])
+
+
+async def test_a_bad_ranks_setting_is_refused_with_its_name(
+    client: ProfilingClient, folder: Path
+) -> None:
+    shown = len(client.messages)
+    await settings_changed(client, {"profile": {"timeoutSeconds": TIMEOUT_S, "ranks": 0}})
+    try:
+        await wait_until(lambda: len(client.messages) > shown)
+    finally:
+        await settings_changed(client, {"profile": {"timeoutSeconds": TIMEOUT_S}})
+    assert any("gpulens.profile.ranks" in m for m in messages_since(client, shown))

@@ -17,6 +17,7 @@ def reference(
     calls: list[frozenset[str]],
     classes: list[int | None],
     constructors: list[bool],
+    entries: list[bool],
 ) -> list[int]:
     """The order as an explicit graph of function-to-function edges gives it."""
     count = len(keys)
@@ -43,7 +44,7 @@ def reference(
     for found in callees:
         for callee in found:
             callers[callee] += 1
-    rank = sorted(range(count), key=lambda i: (not constructors[i], -i))
+    rank = sorted(range(count), key=lambda i: (not constructors[i], not entries[i], -i))
     place = {index: r for r, index in enumerate(rank)}
     ready = [r for r, i in enumerate(rank) if callers[i] == 0]
     heapq.heapify(ready)
@@ -72,6 +73,7 @@ functions = st.lists(
         st.frozensets(st.sampled_from([*NAMES, "print", "torch"]), max_size=4),
         st.one_of(st.none(), st.integers(0, 2)),
         st.booleans(),
+        st.booleans(),
     ),
     max_size=14,
 )
@@ -80,14 +82,15 @@ functions = st.lists(
 @settings(max_examples=400, deadline=None)
 @given(functions)
 def test_the_order_is_that_of_the_function_graph(
-    found: list[tuple[str, frozenset[str], int | None, bool]],
+    found: list[tuple[str, frozenset[str], int | None, bool, bool]],
 ) -> None:
-    keys = [key for key, _, _, _ in found]
-    calls = [called for _, called, _, _ in found]
-    classes = [cls for _, _, cls, _ in found]
-    constructors = [cls is not None and ctor for _, _, cls, ctor in found]
-    assert callers_first(keys, calls, classes, constructors) == reference(
-        keys, calls, classes, constructors
+    keys = [key for key, _, _, _, _ in found]
+    calls = [called for _, called, _, _, _ in found]
+    classes = [cls for _, _, cls, _, _ in found]
+    constructors = [cls is not None and ctor for _, _, cls, ctor, _ in found]
+    entries = [cls is not None and entry for _, _, cls, _, entry in found]
+    assert callers_first(keys, calls, classes, constructors, entries) == reference(
+        keys, calls, classes, constructors, entries
     )
 
 

@@ -21,10 +21,12 @@ CORES = ("analysis", "device", "profiler", "safe_path")
 ALLOWED: dict[str, set[str]] = {
     "analysis": set(),
     "device": {"safe_path"},
-    "profiler": {"analysis"},  # the source text and its encoding, to show profiled lines
+    # the source text and its encoding, to show profiled lines; findings and fixes, to merge
+    # a profile into them and to measure a fix
+    "profiler": {"analysis"},
     "safe_path": set(),
     "lsp": {"gpulens", "analysis", "device", "profiler"},
-    "jupyter": {"analysis", "device", "lsp.schema"},  # the settings schema: no pygls
+    "jupyter": {"analysis", "device", "profiler", "lsp.schema"},  # the settings schema: no pygls
     "magic": {"device", "profiler"},
     "commands": {"analysis", "device", "profiler", "lsp.server"},  # `serve` starts it
     "cli": {"gpulens", "commands"},

@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 
 BENCHMARK = Path(__file__).resolve().parents[2] / "benchmarks" / "realworld.py"
+# held-out parts labeled with sites first; their findings are judged once, later
+BLIND = ("heldout2", "heldout3")
 
 
 def _load_benchmark():
@@ -37,7 +39,7 @@ def test_every_label_file_parses_with_valid_entries() -> None:
     packages = rw.load_corpus()
     assert len(packages) >= 6
     for package in packages:
-        if package.split == "heldout2":  # its findings are judged once, later; its sites now
+        if package.split in BLIND:  # its findings are judged once, later; its sites now
             assert package.sites, f"{package.name}: no site is listed"
         else:
             assert package.findings, f"{package.name}: no finding is judged"
@@ -61,14 +63,16 @@ def test_a_held_out_part_exists_beside_the_tuned_one() -> None:
     assert splits.count("heldout") >= 2
     assert splits.count("tuned") >= 4
     assert splits.count("heldout2") >= 3
+    assert splits.count("heldout3") >= 3
 
 
-def test_the_second_held_out_part_lists_forty_sites_of_its_own() -> None:
+@pytest.mark.parametrize(("split", "at_least"), [("heldout2", 40), ("heldout3", 80)])
+def test_each_blind_part_lists_sites_of_its_own(split: str, at_least: int) -> None:
     corpus = rw.load_corpus()
-    second = [p for p in corpus if p.split == "heldout2"]
-    assert sum(len(p.sites) for p in second) >= 40
+    part = [p for p in corpus if p.split == split]
+    assert sum(len(p.sites) for p in part) >= at_least
     # new code bases: none of them is already labeled in another part
-    assert not {p.name for p in second} & {p.name for p in corpus if p.split != "heldout2"}
+    assert not {p.name for p in part} & {p.name for p in corpus if p.split != split}
 
 
 def test_the_sites_to_find_number_at_least_forty() -> None:
@@ -136,10 +140,18 @@ def test_the_loader_names_the_entry_at_fault(tmp_path: Path, body: str, message:
         rw.load_package(_write(tmp_path, body))
 
 
-def test_the_loader_takes_the_second_held_out_split(tmp_path: Path) -> None:
+@pytest.mark.parametrize("split", BLIND)
+def test_the_loader_takes_the_blind_held_out_splits(tmp_path: Path, split: str) -> None:
     path = tmp_path / "demo.toml"
-    path.write_text(HEADER.replace('"tuned"', '"heldout2"'))
-    assert rw.load_package(path).split == "heldout2"
+    path.write_text(HEADER.replace('"tuned"', f'"{split}"'))
+    assert rw.load_package(path).split == split
+
+
+@pytest.mark.parametrize("split", ["tuned", "heldout", *BLIND])
+def test_the_command_line_takes_each_split(split: str, capsys: pytest.CaptureFixture) -> None:
+    # an unknown --only stops before any download, after the split was accepted
+    assert rw.main(["--split", split, "--only", "no-such-package"]) == 1
+    assert "--only no-such-package: no such package" in capsys.readouterr().err
 
 
 def test_the_loader_refuses_an_unknown_split(tmp_path: Path) -> None:
@@ -209,6 +221,32 @@ def test_scores_count_each_verdict_and_leave_unlabeled_findings_out() -> None:
     assert score.by_rule["GPU002"].all.lenient == 0.0
 
 
+def test_a_site_added_from_a_judged_finding_counts_for_precision_not_recall() -> None:
+    """Recall over a site list grown from the analysis's own tp findings would flatter it:
+    such sites keep their tp finding countable and stay out of recall."""
+    package = _package(
+        findings=[("pkg/a.py", 10, "GPU001", "tp", "a sync per step")],
+        sites=[
+            ("pkg/a.py", 10, "GPU001", "a sync per step, found by gpulens first", True),
+            ("pkg/a.py", 50, "GPU001", "a missed sync, listed by reading", False),
+        ],
+    )
+    score = rw.score_package(package, [_seen("pkg/a.py", 10, "GPU001")])
+    total = score.total.all
+    assert (total.tp, total.strict) == (1, 1.0)
+    assert (total.sites, total.sites_found, total.recall) == (1, 0, 0.0)
+    assert [(s.line, s.rule) for s in score.missed] == [(50, "GPU001")]
+
+
+def test_the_loader_reads_from_finding_and_refuses_a_non_boolean(tmp_path: Path) -> None:
+    site = '{ path = "pkg/a.py", line = 3, rule = "GPU001", reason = "a sync per step", '
+    good = _write(tmp_path, f"sites = [\n  {site}from_finding = true }},\n]\n")
+    assert rw.load_package(good).sites[0].from_finding is True
+    bad = _write(tmp_path, f"sites = [\n  {site}from_finding = 1 }},\n]\n")
+    with pytest.raises(rw.CorpusError, match="from_finding must be true or false"):
+        rw.load_package(bad)
+
+
 def test_the_report_adds_packages_up_by_split_and_by_rule() -> None:
     tuned = rw.score_package(
         _package([("pkg/a.py", 1, "GPU001", "fp", "not a GPU value")], []),
@@ -226,16 +264,24 @@ def test_the_report_adds_packages_up_by_split_and_by_rule() -> None:
         _package([], [("pkg/a.py", 7, "GPU009", "an element loop per step")], split="heldout2"),
         [],
     )
-    report = rw.build_report([tuned, heldout, second])
+    third = rw.score_package(
+        _package([], [("pkg/b.py", 3, "GPU001", "a sync per step")], split="heldout3"),
+        [_seen("pkg/b.py", 3, "GPU001")],
+    )
+    report = rw.build_report([tuned, heldout, second, third])
     assert report.by_split["tuned"].all.lenient == 0.0
     assert report.by_split["heldout"].all.strict == 1.0
     assert report.total.all.lenient == pytest.approx(0.5)
-    assert report.by_rule["GPU001"].all.findings == 2
+    assert report.by_rule["GPU001"].all.findings == 3  # the heldout3 one is unlabeled
     assert report.by_split["heldout2"].all.recall == 0.0
-    assert report.total.all.recall == pytest.approx(1 / 2)
+    assert report.by_split["heldout3"].all.recall == 1.0
+    assert report.total.all.recall == pytest.approx(2 / 3)
     text = rw.format_text(report)
     assert "heldout part" in text and "GPU001" in text
     assert "all, heldout2 part" in text and "demo-heldout2 (heldout2)" in text
+    assert "shown, heldout3 part" in text and "demo-heldout3 (heldout3)" in text
+    # the parts come in their fixed order, the newest last
+    assert text.index("all, heldout2 part") < text.index("all, heldout3 part")
 
 
 def test_hints_are_scored_apart_from_the_findings_shown_by_default() -> None:

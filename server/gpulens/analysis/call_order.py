@@ -16,11 +16,13 @@ def callers_first(
     calls: Sequence[frozenset[str]],
     classes: Sequence[Hashable | None],
     constructors: Sequence[bool],
+    entries: Sequence[bool] = (),
 ) -> list[int]:
     """The indices of the functions, each after every function that may call it: function
     ``i`` may call ``j`` when ``keys[j]`` is among ``calls[i]``, and a constructor of a class
     (``classes[i]``) calls the other methods of that class. Among the functions ready,
-    constructors first, then the later definition; a cycle is broken the same way.
+    constructors first, then ``entries`` (methods a framework calls, which start the calls
+    within their class), then the later definition; a cycle is broken the same way.
 
     Time linear in the edges between names, not between functions: a file that defines the
     same name a thousand times costs as much as one that defines it once."""
@@ -55,7 +57,8 @@ def callers_first(
         own = keys[j] in called[j] and not done[j]
         return name_callers[keys[j]] - own + constructor_callers[j]
 
-    rank = sorted(range(count), key=lambda i: (not constructors[i], -i))
+    entry = [bool(entries) and entries[i] for i in range(count)]
+    rank = sorted(range(count), key=lambda i: (not constructors[i], not entry[i], -i))
     place = {index: r for r, index in enumerate(rank)}
     ready = [place[i] for i in range(count) if waiting(i) == 0]
     heapq.heapify(ready)

@@ -123,11 +123,13 @@ def config_from_mapping(table: Mapping[str, object], what: str = "[tool.gpulens]
     device = table.get("device", "cuda")
     if not isinstance(device, str) or not device:
         raise ConfigError(f'{what}.device must be a device string such as "cuda:1"')
+    patterns: list[str] = []
     for key in ("exclude", "extend-exclude"):
         value = table.get(key, [])
         if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
             raise ConfigError(f"{what}.{key} must be a list of path patterns")
-    exclude = tuple(table.get("exclude", ())) + tuple(table.get("extend-exclude", ()))  # type: ignore[arg-type]
+        patterns.extend(str(v) for v in value)
+    exclude = tuple(patterns)
     tests = table.get("tests", False)
     if not isinstance(tests, bool):
         raise ConfigError(f"{what}.tests must be true or false")

@@ -15,6 +15,8 @@ from gpulens.analysis.symbols import Imports, Kind, Scope, Value
 from gpulens.analysis.values import Evaluator
 
 _LOADERS = (Kind.LOADER, Kind.DEVICE_LOADER, Kind.BATCH)
+# rules whose cost is a wait for the GPU or a kernel launch: none where the data is on the CPU
+_DEVICE_COSTS = frozenset({"GPU001", "GPU008", "GPU009"})
 
 
 @dataclass(slots=True)
@@ -46,6 +48,9 @@ class Loop:
     # its items are whole batches or a few distinct tensors (`for t in (x, mask)`,
     # `for k, v in batch.items()`, `for chunk in x.split(n)`), not the samples of one batch
     whole_items: bool = False
+    # it runs once per training step: a framework's step hook, or a function a training
+    # step calls (whatever loops of its own it has)
+    per_step: bool = False
 
     @property
     def over_loader(self) -> bool:
@@ -110,6 +115,7 @@ class Context:
         "file_facts",
         "findings",
         "function",
+        "host_only",
         "imports",
         "likely",
         "loops",
@@ -140,6 +146,9 @@ class Context:
         # walking the test that decides whether a loop stops (`if done.all(): break`)
         self.deciding_exit = False
         self.timers = 0  # `with Timer():` blocks the walk is inside
+        # branches the walk is inside that run only where the data is on the CPU
+        # (`if x.device.type == "cpu":`): nothing there waits for a GPU
+        self.host_only = 0
         # walking a function that only guessed calls reach: its warnings are hints
         self.likely = False
         self.clock_lines: dict[int, tuple[int, ...]] = {}  # per function: host clock reads
@@ -222,6 +231,8 @@ class Context:
         """Report a finding at the rule's severity, or at ``severity`` (a hint where the
         analysis is not sure the cost is worth fixing)."""
         if not self.config.enabled(rule.code):
+            return
+        if self.host_only and rule.code in _DEVICE_COSTS:
             return
         span = node if isinstance(node, Span) else self.source.span(node)
         severity = severity or rule.severity

@@ -29,12 +29,16 @@ class Definitions:
     # names defined more than once (`f`, `Class.method`, `class Class`): which def a value
     # names depends on where it was taken
     duplicated: set[str] = field(default_factory=set)
+    # names the module imports from its own package (`from .base import _BaseTrainer`)
+    relatives: set[str] = field(default_factory=set)
 
     @staticmethod
     def of(tree: ast.Module) -> Definitions:
         found = Definitions()
         for statement in _top_level(tree.body):
-            if isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef):
+            if isinstance(statement, ast.ImportFrom) and statement.level:
+                found.relatives.update(a.asname or a.name for a in statement.names)
+            elif isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef):
                 if statement.name in found.functions:
                     found.duplicated.add(statement.name)
                 found.functions[statement.name] = statement

@@ -65,6 +65,13 @@ HOST_RESULT_METHODS = frozenset(
         "storage_offset",
         "is_floating_point",
         "is_complex",
+        # methods only strings have: the receiver was a key or a name, not an array
+        "startswith",
+        "endswith",
+        "lower",
+        "upper",
+        "strip",
+        "isdigit",
     ]
 )
 # attributes of an array that are host metadata: reading them never waits for the GPU
@@ -223,8 +230,22 @@ STEP_METHODS: dict[str, dict[str, tuple[str, ...]]] = {
         "on_predict_batch_end": ("outputs", "batch"),
         "on_after_batch_transfer": ("batch",),
     },
-    "transformers": {"compute_loss": ("inputs",)},
+    "transformers": {
+        "compute_loss": ("inputs",),
+        "training_step": ("inputs",),
+        "prediction_step": ("inputs",),
+    },
 }
+# a loss class (by its name or its base's: `FocalLoss`, `v8DetectionLoss(nn.Module)`): the
+# training step calls it once, on what the model produced
+LOSS = "loss"
+LOSS_CLASS = re.compile(r"(Loss|Criterion)\d*$")
+STEP_METHODS[LOSS] = {"__call__": (), "forward": (), "loss": ()}
+# the parameters a framework's hooks start with (after self), where its hooks share them:
+# a method of that name with other parameters is the class's own
+STEP_SIGNATURES = {"transformers": ("model", "inputs")}
+# hook parameters that receive the model being trained, on the device
+STEP_MODEL_PARAMETERS = frozenset({"model"})
 # base classes whose subclasses' STEP_METHODS a framework runs, by the end of their name
 STEP_CLASSES = {"LightningModule": "lightning", "Trainer": "transformers"}
 STEP_CLASS_MODULES = ("lightning", "pytorch_lightning", "transformers", "trl")
@@ -269,14 +290,23 @@ ARRAY_API_HOST_FUNCTIONS = frozenset(
 # other fields of an output object may be Python numbers
 OUTPUT_TENSOR_FIELD = re.compile(
     r"^(loss|logits|\w+_logits|hidden_states|last_hidden_state|pooler_output|attentions|"
-    r"past_key_values|sample|prev_sample|pred_original_sample|\w+_embeds|pred_boxes|pred_masks)$"
+    r"past_key_values|sample|prev_sample|pred_original_sample|\w+_embeds|pred_boxes|pred_masks|"
+    r"\w+_loss|entropy|log_probs|logprobs|\w+_logps|\w+_mask)$"
 )
+# functions named as predicates return a Python bool, whatever they are given
+PREDICATE_NAME = re.compile(r"^(is|has)_\w+$")
 # names of iterators that hand out a loader's batches (`CycleIterator(loader)`)
 LOADER_WRAPPER = re.compile(r"iter|cycle|loader|prefetch|repeat|infinite", re.IGNORECASE)
 
+# names that by convention hold shapes, ranks and dtypes: host metadata (a guess that such a
+# name holds a GPU value gives way to this)
+HOST_NAME = re.compile(r"(^|_)(shape|shapes|ndim|ndims|dims|dtype)$")
+
 GPU_DEVICE_STRING = re.compile(r"^(cuda|mps|xpu|hip|xla)(:\d+)?$")
 # names that by convention hold the device the program runs on
-DEVICE_NAME = re.compile(r"^(device|dev|_?\w+_device|device_\w+|local_rank|rank)$")
+DEVICE_NAME = re.compile(r"^(_?device|dev|_?\w+_device|device_\w+|local_rank|rank)$")
+# functions that move the tensors of a batch they are handed to a device, in place
+IN_PLACE_MOVER = re.compile(r"^(batch|move|inputs?)_to_(device|gpu|cuda)$")
 # names that by convention hold a DataLoader (used when the loader comes from elsewhere)
 LOADER_NAME = re.compile(r"(^|_)(loader|dataloader|dl)$|loader", re.IGNORECASE)
 

@@ -82,7 +82,7 @@ class FunctionResultsMixin:
     evaluator: Evaluator
     memo: FunctionMemo | None
     repaired: frozenset[int]  # lines whose parse is not their text
-    call_sites: dict[str, object]
+    call_sites: dict[str, CallSites]
     definitions: Definitions
     _recordings: list[Recording]
     _looked_up: dict[tuple[int, int], tuple[Scope, dict[str, tuple[object, Value | None]]]]
@@ -92,7 +92,7 @@ class FunctionResultsMixin:
     trace: Trace | None
 
     def walk_function(
-        self, function: Function, enclosing: Scope, is_method: bool, sites: object
+        self, function: Function, enclosing: Scope, is_method: bool, sites: CallSites | None
     ) -> None:
         raise NotImplementedError
 
@@ -248,7 +248,7 @@ class FunctionResultsMixin:
                 found = looked_up[name] = (fingerprint(value), value)
             scope_values.append(found[0])
             if name in called:
-                scope_values.append(self.returns_of(found[1]))  # type: ignore[arg-type]
+                scope_values.append(self.returns_of(found[1]))
         passed = None
         if sites is not None:
             passed = (
@@ -341,7 +341,8 @@ class FunctionResultsMixin:
 
     def file_key(self) -> tuple[object, ...]:
         """What of the whole file any body may read, once per walk: its functions, classes,
-        bases and methods (which of them a call reaches), and whether it names Apple's GPU
+        bases and methods (which of them a call reaches), the names it imports from its own
+        package (which framework a base class is), and whether it names Apple's GPU
         (whose lack of float64 the accumulate fix heeds)."""
         if self._file_key is None:
             definitions = self.definitions
@@ -350,6 +351,7 @@ class FunctionResultsMixin:
                 tuple(sorted((c, tuple(sorted(m))) for c, m in definitions.methods.items())),
                 tuple(sorted(definitions.bases.items())),
                 tuple(sorted(definitions.duplicated)),
+                tuple(sorted(definitions.relatives)),
                 mentions_mps(self.ctx),
             )
         return self._file_key

@@ -6,6 +6,8 @@ import ast
 import re
 from typing import TYPE_CHECKING
 
+from gpulens.analysis.symbols import simple_name
+
 if TYPE_CHECKING:
     from gpulens.analysis.context import Context
 
@@ -27,7 +29,8 @@ def runs_once_per_period(test: ast.expr, ctx: Context) -> bool:
         case ast.BinOp(op=ast.Mod()):
             return True  # `if step % N:` runs N-1 times in N, but says "periodic"
         case ast.Compare() if _has_modulo(test):
-            return True
+            # `(i + 1) % grad_accum_steps == 0` is the optimizer step: every step of training
+            return not _per_optimizer_step(test)
         case ast.Compare(left=left, ops=[ast.Eq() | ast.In() | ast.Is()], comparators=[right]):
             loop_names = _loop_names(ctx)
             used = _names(left) | _names(right)
@@ -44,8 +47,22 @@ def leaves_loop(body: list[ast.stmt]) -> bool:
     return bool(body) and isinstance(body[-1], ast.Break | ast.Return | ast.Raise)
 
 
+def _per_optimizer_step(test: ast.expr) -> bool:
+    """A modulo by the gradient-accumulation count: the branch of each optimizer step."""
+    return any(
+        isinstance(n, ast.BinOp)
+        and isinstance(n.op, ast.Mod)
+        and _ACCUMULATION.search(simple_name(n.right))
+        for n in ast.walk(test)
+    )
+
+
 def _has_modulo(node: ast.AST) -> bool:
     return any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod) for n in ast.walk(node))
+
+
+# names of the number of micro-batches per optimizer step
+_ACCUMULATION = re.compile(r"accum", re.I)
 
 
 def _names(node: ast.AST) -> set[str]:
@@ -64,3 +81,37 @@ def _occasional(node: ast.expr) -> bool:
         case ast.Name(id=name) | ast.Attribute(attr=name):
             return bool(_OCCASIONAL.search(name))
     return False
+
+
+def device_test(test: ast.expr) -> bool | None:
+    """What a test says of where a tensor is: True for a GPU (`x.is_cuda`, `x.device.type ==
+    "cuda"`, `… in ("cuda", "npu")`), False for the CPU (`x.device.type == "cpu"`, `not
+    x.is_cuda`), None when it says neither. An `and` says the CPU if one operand does."""
+    match test:
+        case ast.UnaryOp(op=ast.Not(), operand=operand):
+            said = device_test(operand)
+            return None if said is None else not said
+        case ast.BoolOp(op=ast.And(), values=values):
+            parts = [device_test(v) for v in values]
+            return False if False in parts else (True if True in parts else None)
+        case ast.Attribute(attr="is_cuda"):
+            return True
+        case ast.Compare(
+            left=ast.Attribute(attr="type", value=ast.Attribute(attr="device")),
+            ops=[op],
+            comparators=[named],
+        ):
+            names = [
+                n.value
+                for n in (
+                    named.elts if isinstance(named, ast.List | ast.Tuple | ast.Set) else [named]
+                )
+                if isinstance(n, ast.Constant) and isinstance(n.value, str)
+            ]
+            if not names:
+                return None
+            gpu = all(n != "cpu" for n in names)
+            if not gpu and any(n != "cpu" for n in names):
+                return None  # `in ("cpu", "cuda")`: either
+            return gpu if isinstance(op, ast.Eq | ast.In) else not gpu
+    return None

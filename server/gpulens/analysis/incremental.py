@@ -479,7 +479,7 @@ class MemoKey(tuple):  # type: ignore[type-arg]
         return self._hash
 
     def __eq__(self, other: object) -> bool:
-        return self is other or tuple.__eq__(self, other)  # type: ignore[operator]
+        return self is other or tuple.__eq__(self, other)
 
     def __ne__(self, other: object) -> bool:
         return not self == other

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 from gpulens.analysis.incremental import fingerprint
 from gpulens.analysis.model import Edit, Finding, Fix, Span
@@ -90,7 +90,7 @@ class WalkState:
             outside_reads=ctx.outside_reads,
             call_sites={
                 name: CallSites(dict(sites.arguments), sites.hot_call, sites.guessed)
-                for name, sites in cast("dict[str, CallSites]", walker.call_sites).items()
+                for name, sites in walker.call_sites.items()
             },
             returns=dict(evaluator._returns),
             static=dict(evaluator._static),

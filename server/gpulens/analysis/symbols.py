@@ -27,6 +27,8 @@ class Kind(enum.Enum):
     # a value known to live on the host (a number, a string, a bool): what a function of
     # the file returns when every return is one (`def exists(v): return v is not None`)
     HOST = "host"
+    # a mixed-precision GradScaler: its scale lives on the device, `get_scale()` reads it
+    SCALER = "scaler"
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,7 +8,7 @@ linter that cries wolf gets switched off.
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Container, Iterable
 from dataclasses import replace
 
 from gpulens.analysis import frameworks as fw
@@ -153,7 +153,10 @@ class Evaluator:
     def _evaluate(self, node: ast.expr) -> Value | None:
         match node:
             case ast.Name(id=name):
-                return self.scope.lookup(name)
+                found = self.scope.lookup(name)
+                if found is not None and not found.exact and fw.HOST_NAME.search(name):
+                    return None  # `new_size`, `out_shape`: Python ints, whatever they came from
+                return found
             case ast.Attribute():
                 return self._attribute(node)
             case ast.Call():
@@ -226,7 +229,11 @@ class Evaluator:
     def _array_of(self, *operands: ast.expr) -> Value | None:
         """Arithmetic and comparisons: on the GPU when an operand is."""
         found = self._gpu_among(operands)
-        return None if found is None else Value(Kind.GPU, found.lib, True, guessed=found.guessed)
+        if found is None:
+            return None
+        if any(isinstance(o, _LITERAL_CONTAINERS) for o in operands):
+            return replace(found, exact=False)  # `[t] * n`, `(x,) + rest`: a list, not an array
+        return Value(Kind.GPU, found.lib, exact=True, guessed=found.guessed)
 
     def _attribute(self, node: ast.Attribute) -> Value | None:
         dotted = dotted_name(node)
@@ -255,7 +262,7 @@ class Evaluator:
         if qualified is not None:
             known = self._library_call(node, qualified)
             if known is not ...:
-                return known
+                return known if isinstance(known, Value) else None
         if isinstance(func, ast.Attribute):
             if func.attr in fw.PLACING_METHODS and self.is_framework(func.value):
                 parts = self.placed_parts(node)
@@ -272,9 +279,13 @@ class Evaluator:
                 return element_of(self.value(node.args[0])) if node.args else None
             if func.id in fw.HOST_BUILTINS and self.scope.lookup(func.id) is None:
                 return None
+            if fw.PREDICATE_NAME.match(func.id):
+                return None  # `is_conversational(x)`, `has_nan(t)`: a Python bool
         wrapped = self._wrapped_loader(node)
         if wrapped is not None:
             return wrapped
+        if self.moves_batch(node):
+            return Value(Kind.GPU, exact=False)  # `features = batch_to_device(features, device)`
         callee = self.value(func)
         if callee is not None:
             if callee.kind in (Kind.GPU_MODULE, Kind.GPU):
@@ -453,11 +464,17 @@ class Evaluator:
         generator = False
         parts: list[Value | None] | None = None
         tuples = True
+        hosts: set[str] = set()  # locals holding host values: `lengths = [len(h) for h in hs]`
         for statement in flat_statements(function.body):
             match statement:
                 case ast.Assign(targets=targets, value=value):
                     for target in targets:
                         self._bind_quietly(target, value)
+                        if isinstance(target, ast.Name):
+                            host = self.value(value) is None and (
+                                is_host_expression(value, hosts) or isinstance(value, _RECORDS)
+                            )
+                            (hosts.add if host else hosts.discard)(target.id)
                 case ast.AnnAssign(target=target, value=value) if value is not None:
                     self._bind_quietly(target, value)
                 case ast.AugAssign(target=ast.Name(id=name), value=value):
@@ -476,7 +493,7 @@ class Evaluator:
                     if found is not None and found.kind is not Kind.HOST:
                         returned = merge(returned, found)
                     elif found is None and not (
-                        is_host_expression(value) or isinstance(value, _RECORDS)
+                        is_host_expression(value, hosts) or isinstance(value, _RECORDS)
                     ):
                         unknown = True
                     if isinstance(value, ast.Tuple) and tuples:
@@ -569,6 +586,14 @@ class Evaluator:
             return receiver
         return None
 
+    def moves_batch(self, call: ast.Call) -> bool:
+        """`batch_to_device(batch, device)`: a function named for moving a batch, given one
+        and a device (a name that says so, for `self._device`)."""
+        if len(call.args) < 2 or not fw.IN_PLACE_MOVER.search(simple_name(call.func)):
+            return False
+        device = call.args[1]
+        return bool(self.device_of(device)) or simple_name(device).endswith("device")
+
     def moves_to_cpu(self, node: ast.Call) -> bool:
         """`x.to("cpu")`, `x.to(device="cpu")`: a copy to the host."""
         if not isinstance(node.func, ast.Attribute) or node.func.attr != "to":
@@ -607,6 +632,8 @@ class Evaluator:
             return Value(Kind.FRAMEWORK, name.split(".", 1)[0])
         if fw.is_module_class(name):
             return Value(Kind.MODULE, origin=node)
+        if name.rsplit(".", 1)[-1] == "GradScaler" and name.startswith("torch."):
+            return Value(Kind.SCALER)
         if (
             name.startswith(("torch.cuda.", "cupy.cuda.", "numba.cuda."))
             and name not in fw.NUMBA_TO_DEVICE
@@ -688,31 +715,34 @@ def element_of(value: Value | None) -> Value | None:
     return None
 
 
-def is_host_expression(node: ast.expr | None) -> bool:
+def is_host_expression(node: ast.expr | None, hosts: Container[str] = ()) -> bool:
     """An expression whose value is on the host whatever its names hold: identity and
     membership tests, metadata (`x.shape[0]`, `x.dtype`), `len()`, `isinstance()`, host
-    reads (`t.item()`), and arithmetic or logic of these."""
+    reads (`t.item()`), names in ``hosts`` (locals known to hold host values), and
+    arithmetic or logic of these."""
     match node:
         case None | ast.Constant() | ast.JoinedStr():
             return True
+        case ast.Name(id=name):
+            return name in hosts
         case ast.Compare(ops=ops) if any(isinstance(op, _IDENTITY) for op in ops):
             return True
         case ast.Compare(left=left, comparators=comparators):
-            return all(is_host_expression(e) for e in (left, *comparators))
+            return all(is_host_expression(e, hosts) for e in (left, *comparators))
         case ast.UnaryOp(op=ast.Not()):
             return True  # a Python bool, whatever it tested
         case ast.UnaryOp(operand=operand):
-            return is_host_expression(operand)
+            return is_host_expression(operand, hosts)
         case ast.BoolOp(values=values) | ast.Tuple(elts=values) | ast.List(elts=values):
-            return all(is_host_expression(v) for v in values)
+            return all(is_host_expression(v, hosts) for v in values)
         case ast.BinOp(left=left, right=right):
-            return is_host_expression(left) and is_host_expression(right)
+            return is_host_expression(left, hosts) and is_host_expression(right, hosts)
         case ast.IfExp(body=body, orelse=orelse):
-            return is_host_expression(body) and is_host_expression(orelse)
+            return is_host_expression(body, hosts) and is_host_expression(orelse, hosts)
         case ast.Attribute(attr=attr):
             return attr in fw.HOST_ATTRIBUTES
         case ast.Subscript(value=value):
-            return is_host_expression(value)
+            return is_host_expression(value, hosts)
         case ast.Call(func=ast.Name(id=name)):
             return name in fw.HOST_BUILTINS
         case ast.Call(func=ast.Attribute(attr=attr)):
@@ -720,6 +750,7 @@ def is_host_expression(node: ast.expr | None) -> bool:
     return False
 
 
+_LITERAL_CONTAINERS = (ast.List, ast.Tuple, ast.ListComp)
 # a dict, list or set the function builds with no GPU value in sight: a record of host
 # values (what it returns is judged, not guessed from its arguments)
 _RECORDS = (ast.Dict, ast.List, ast.Set, ast.DictComp, ast.ListComp, ast.SetComp)

@@ -21,7 +21,7 @@ from gpulens.analysis.config import Config
 from gpulens.analysis.context import Context, Loop
 from gpulens.analysis.definitions import CONSTRUCTORS, Definitions, flat_statements
 from gpulens.analysis.function_results import CallSites, FunctionResultsMixin, Recording
-from gpulens.analysis.guards import leaves_loop, runs_once_per_period
+from gpulens.analysis.guards import device_test, leaves_loop, runs_once_per_period
 from gpulens.analysis.incremental import CALLED, FunctionMemo
 from gpulens.analysis.model import Finding
 from gpulens.analysis.rules.registry import CHECKS
@@ -143,22 +143,33 @@ class _Walker(FunctionResultsMixin):
             keys.append(scope.name if is_method and function.name == "__init__" else function.name)
             text = self.text_of(function)
             # (the same functions, keystroke after keystroke: the memo keeps their names)
-            calls.append(
+            called = (
                 self.memo.called_in(text)[0]
                 if self.memo is not None
                 else frozenset(CALLED.findall(text))
             )
+            if function.name in called and _calls_of(function.name, text) < 2:
+                # only its own `def name(`: no call of another class's method of that name
+                called = called - {function.name}
+            calls.append(called)
         order = callers_first(
             keys,
             calls,
             [id(scope) if is_method else None for _, scope, is_method in functions],
             [is_method and f.name in CONSTRUCTORS for f, _, is_method in functions],
+            [
+                is_method and self.framework_step(f, scope) is not None
+                for f, scope, is_method in functions
+            ],
         )
         return [functions[index] for index in order]
 
-    def framework_step(self, function: Function, scope: Scope) -> tuple[str, list[str]] | None:
-        """For a method a framework runs once per step (a LightningModule's training_step):
-        how messages name the loop that runs it, and its parameters that get device data."""
+    def framework_step(
+        self, function: Function, scope: Scope
+    ) -> tuple[str, list[str], bool] | None:
+        """For a method a framework runs once per step (a LightningModule's training_step,
+        a loss's forward): how messages name the loop that runs it, its parameters that get
+        device data, and whether that they do is a guess."""
         framework = self.evaluator.step_classes.get(scope.name) if scope.kind == "class" else None
         if framework is None:
             return None
@@ -166,10 +177,18 @@ class _Walker(FunctionResultsMixin):
         if wanted is None:
             return None
         parameters = [a.arg for a in (*function.args.posonlyargs, *function.args.args)][1:]
+        signature = fw.STEP_SIGNATURES.get(framework)
+        if signature is not None and parameters[: len(signature)] != list(signature):
+            return None  # not the framework's hook: a method of the same name
+        if framework == fw.LOSS:
+            # what the model produced and the batch: the required arguments, on the model's
+            # device if the model is on one (which the file does not show)
+            required = parameters[: len(parameters) - len(function.args.defaults)]
+            return f"the training step that computes {scope.name}", required, True
         named = [p for p in parameters if p in wanted]
         if not named and parameters and function.name.endswith("_step"):
             named = parameters[:1]  # `def training_step(self, data, index)`
-        return f"the loop that runs {function.name}() once per batch", named
+        return f"the loop that runs {function.name}() once per batch", named, False
 
     def text_of(self, function: Function) -> str:
         """The source of a function (its def and body), as the file has it."""
@@ -220,30 +239,53 @@ class _Walker(FunctionResultsMixin):
         if step is not None:
             # the framework moved the batch to the device before calling the step
             for name in step[1]:
-                scope.bind(name, Value(Kind.GPU, exact=False))
+                scope.bind(name, Value(Kind.GPU, exact=False, guessed=step[2]))
+            for name in positional:
+                if name in fw.STEP_MODEL_PARAMETERS:
+                    scope.bind(name, Value(Kind.GPU_MODULE))  # the model it trains
         # `def sample(model, x, sigmas): for i in …: model(x, sigmas[i] * s)`: what a loop
         # feeds a model it was handed is likely on the model's device (a guess: hints)
         for name in _fed_to_a_model(function):
             if scope.bindings.get(name) is None:
                 scope.bind(name, Value(Kind.GPU, exact=False, guessed=True))
-        saved = (self.evaluator.scope, ctx.loops, ctx.function, ctx.timers, ctx.likely)
+        saved = (
+            self.evaluator.scope,
+            ctx.loops,
+            ctx.function,
+            ctx.timers,
+            ctx.likely,
+            ctx.host_only,
+        )
         self.evaluator.scope = scope
         self.evaluator.invalidate()
         ctx.function = function
         ctx.loops = []
         ctx.timers = 0
+        ctx.host_only = 0
         ctx.likely = sites is not None and sites.guessed
         # a callee with loops of its own is the per-epoch level: its loops are the hot ones,
         # and what runs once per call (a read of the epoch's total) is no pitfall
         line = function.lineno - 1
         if step is not None:
             ctx.loops = [Loop(function, line, frozenset(), None, called_from=step[0])]
-        elif sites is not None and sites.hot_call and not _has_loop(function.body):
-            ctx.loops = [Loop(function, line, frozenset(), None, called_from=sites.hot_call)]
+            ctx.loops[0].per_step = True
+        elif sites is not None and sites.hot_call:
+            # (called per training step, it is per step, loops of its own or not)
+            per_step = sites.hot_call.startswith(_STEP_CALL)
+            if per_step or not _has_loop(function.body):
+                ctx.loops = [Loop(function, line, frozenset(), None, called_from=sites.hot_call)]
+                ctx.loops[0].per_step = per_step
         try:
             self.scope_body(function.body)
         finally:
-            self.evaluator.scope, ctx.loops, ctx.function, ctx.timers, ctx.likely = saved
+            (
+                self.evaluator.scope,
+                ctx.loops,
+                ctx.function,
+                ctx.timers,
+                ctx.likely,
+                ctx.host_only,
+            ) = saved
             self.evaluator.invalidate()
 
     # -- statements ---------------------------------------------------------------------
@@ -313,13 +355,13 @@ class _Walker(FunctionResultsMixin):
                 finally:
                     self.ctx.timers -= timer
             case ast.Try() | ast.TryStar():
-                before = self.evaluator.scope.snapshot()
+                entry = self.evaluator.scope.snapshot()
                 self.block(node.body)
                 self.block(node.orelse)
                 branches = [self.evaluator.scope.snapshot()]
                 for handler in node.handlers:
                     # a handler runs when the body failed, often before its bindings happened
-                    self.restore(before)
+                    self.restore(entry)
                     if handler.type is not None:
                         self.expression(handler.type)
                     if handler.name:
@@ -330,15 +372,15 @@ class _Walker(FunctionResultsMixin):
                 self.block(node.finalbody)
             case ast.Match(subject=subject, cases=cases):
                 self.expression(subject)
-                before = self.evaluator.scope.snapshot()
+                entry = self.evaluator.scope.snapshot()
                 branches = []
                 for case in cases:
-                    self.restore(before)
+                    self.restore(entry)
                     if case.guard is not None:
                         self.expression(case.guard)
                     self.block(case.body)
                     branches.append(self.evaluator.scope.snapshot())
-                self.join(before, *branches)
+                self.join(entry, *branches)
             case ast.Delete(targets=targets):
                 for target in targets:
                     if isinstance(target, ast.Name):
@@ -358,9 +400,16 @@ class _Walker(FunctionResultsMixin):
                 evaluator.module_classes.add(node.name)
             if name in fw.DATALOADERS or local in evaluator.loader_classes:
                 evaluator.loader_classes.add(node.name)
-            framework = evaluator.step_classes.get(local) or _step_framework(name)
+            framework = evaluator.step_classes.get(local) or _step_framework(
+                name, base, self.definitions
+            )
             if framework is not None:
                 evaluator.step_classes[node.name] = framework
+        if node.name not in evaluator.step_classes and (
+            fw.LOSS_CLASS.search(node.name)
+            or any(fw.LOSS_CLASS.search(simple_name(b)) for b in node.bases)
+        ):
+            evaluator.step_classes[node.name] = fw.LOSS  # a criterion: called once per step
         saved = evaluator.scope
         evaluator.scope = Scope("class", node.name, saved)
         saved_loops, self.ctx.loops = self.ctx.loops, []
@@ -380,6 +429,7 @@ class _Walker(FunctionResultsMixin):
         iterates = self.iterated(node.iter)
         self.bind_loop_target(node.target, node.iter)
         targets = frozenset(n.id for n in ast.walk(node.target) if isinstance(n, ast.Name))
+        per_epoch, trains = self.loop_facts(node)
         loop = Loop(
             node,
             node.lineno - 1,
@@ -388,7 +438,8 @@ class _Walker(FunctionResultsMixin):
             statement=node,
             block=self.ctx.statements,
             whole_items=_whole_items(node.target, node.iter, self.ctx.function),
-            **self.loop_facts(node),
+            per_epoch=per_epoch,
+            trains=trains,
         )
         loop.guarded = leaves_loop(node.body)  # a body that ends in break runs once
         self.ctx.loops.append(loop)
@@ -402,6 +453,7 @@ class _Walker(FunctionResultsMixin):
 
     def while_loop(self, node: ast.While) -> None:
         before = self.evaluator.scope.snapshot()
+        per_epoch, trains = self.loop_facts(node)
         loop = Loop(
             node,
             node.lineno - 1,
@@ -409,7 +461,8 @@ class _Walker(FunctionResultsMixin):
             None,
             statement=node,
             block=self.ctx.statements,
-            **self.loop_facts(node),
+            per_epoch=per_epoch,
+            trains=trains,
         )
         loop.guarded = leaves_loop(node.body)
         self.ctx.loops.append(loop)
@@ -440,16 +493,25 @@ class _Walker(FunctionResultsMixin):
             and (runs_once_per_period(node.test, self.ctx) or leaves_loop(node.body))
         )
         before = self.evaluator.scope.snapshot()
+        # `if x.device.type == "cpu":` … `else:` (or the other way round): the branch for
+        # the CPU reads no GPU value, whatever the names hold
+        on_gpu = device_test(node.test)
         if guard:
             loop.guarded = True  # type: ignore[union-attr]
+        self.ctx.host_only += on_gpu is False
         try:
             self.block(node.body)
         finally:
+            self.ctx.host_only -= on_gpu is False
             if guard:
                 loop.guarded = False  # type: ignore[union-attr]
         after_body = self.evaluator.scope.snapshot()
         self.restore(before)
-        self.block(node.orelse)
+        self.ctx.host_only += on_gpu is True
+        try:
+            self.block(node.orelse)
+        finally:
+            self.ctx.host_only -= on_gpu is True
         self.join(after_body, self.evaluator.scope.snapshot())
 
     # -- expressions --------------------------------------------------------------------
@@ -609,9 +671,9 @@ class _Walker(FunctionResultsMixin):
             case ast.Starred(value=inner):
                 self.bind_all(inner, element_of(self.evaluator.value(value)))
             case ast.Attribute():
-                name = dotted_name(target)
-                if name is not None:
-                    self.bind(name, self.evaluator.value(value))
+                dotted = dotted_name(target)
+                if dotted is not None:
+                    self.bind(dotted, self.evaluator.value(value))
             case ast.Subscript(value=container):
                 self.hold(container, self.evaluator.value(value))
 
@@ -640,8 +702,15 @@ class _Walker(FunctionResultsMixin):
             self.bind(name, Value(Kind.GPU, item.lib, exact=False))
 
     def in_place_move(self, value: ast.expr) -> None:
-        """`model.to(device)` / `model.cuda()` as a statement moves a module in place."""
-        if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute)):
+        """`model.to(device)` / `model.cuda()` as a statement moves a module in place;
+        `batch_to_device(batch, device)` moves a batch's tensors in place."""
+        if not isinstance(value, ast.Call):
+            return
+        moved = value.args[0] if value.args else None
+        if isinstance(moved, ast.Name) and self.evaluator.moves_batch(value):
+            self.bind(moved.id, Value(Kind.GPU, exact=False))
+            return
+        if not isinstance(value.func, ast.Attribute):
             return
         if not self.evaluator.moves_to_gpu(value):
             return
@@ -654,9 +723,9 @@ class _Walker(FunctionResultsMixin):
 
     # -- loops --------------------------------------------------------------------------
 
-    def loop_facts(self, loop: ast.For | ast.AsyncFor | ast.While) -> dict[str, bool]:
-        """What a loop's body says of the loop: `per_epoch` (it holds a loop over a loader)
-        and `trains` (it takes a training step or draws the next batch)."""
+    def loop_facts(self, loop: ast.For | ast.AsyncFor | ast.While) -> tuple[bool, bool]:
+        """What a loop's body says of the loop: (`per_epoch`: it holds a loop over a loader,
+        `trains`: it takes a training step or draws the next batch)."""
         per_epoch = any(
             (found := self.iterated(inner.iter)) is not None and found.kind in _LOADER_KINDS
             for inner in flat_statements(loop.body)
@@ -664,7 +733,7 @@ class _Walker(FunctionResultsMixin):
         )
         # the text is quicker to search than the tree
         text = "".join(self.ctx.source.lines[loop.lineno - 1 : loop.end_lineno])
-        return {"per_epoch": per_epoch, "trains": bool(_TRAINS.search(text))}
+        return per_epoch, bool(_TRAINS.search(text))
 
     def iterated(self, node: ast.expr) -> Value | None:
         """What a loop iterates: a loader, a GPU array, or (None) something else."""
@@ -731,7 +800,9 @@ class _Walker(FunctionResultsMixin):
             key = _GUESSED + target if guessed else target
             hot_call = None
             if loop is not None:
-                hot_call = f"the loop that calls {key.rsplit('.', 1)[-1]}()"
+                called = key.rsplit(".", 1)[-1]
+                per_step = loop.per_step or loop.over_loader or loop.trains
+                hot_call = f"{_STEP_CALL if per_step else 'the loop that calls'} {called}()"
             for recording in self._recordings:
                 recording.calls.append((key, tuple(arguments), hot_call))
             self.merge_call(key, tuple(arguments), hot_call)
@@ -795,8 +866,12 @@ class _Walker(FunctionResultsMixin):
         sites = self.call_sites[name]
         for key, value in arguments:
             sites.arguments[key] = merge(sites.arguments.get(key), value)
-        if sites.hot_call is None:
-            sites.hot_call = hot_call
+        if sites.hot_call is None or (
+            hot_call is not None
+            and hot_call.startswith(_STEP_CALL)
+            and not sites.hot_call.startswith(_STEP_CALL)
+        ):
+            sites.hot_call = hot_call  # a training step's call says the most
 
 
 def _expression_fields(node_type: type[ast.AST]) -> tuple[str, ...]:
@@ -815,6 +890,8 @@ _EXPRESSION_FIELDS: dict[type[ast.AST], tuple[str, ...]] = {
 }
 
 
+# how messages name a training step that calls a function (it runs per step, loops or not)
+_STEP_CALL = "the training step that calls"
 # a training step or the next batch: `loss.backward()`, `next(batches)`
 _TRAINS = re.compile(r"\.backward\s*\(|(?<![.\w])next\s*\(")
 # the mark of a call recorded on a guess of what it reaches
@@ -825,6 +902,20 @@ _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 _TIMER = re.compile(
     r"timer|timeit|stopwatch|elapsed|benchmark|profile|record_function|measure", re.IGNORECASE
 )
+
+
+def _calls_of(name: str, text: str) -> int:
+    """How often ``text`` has `name(` as a whole name (its `def name(` among them, not
+    `other_name(`), counting to 2."""
+    found = 0
+    start = text.find(name)
+    while start >= 0 and found < 2:
+        end = start + len(name)
+        before = text[start - 1] if start else " "
+        if not (before.isalnum() or before == "_") and text[end:].lstrip(" \t")[:1] == "(":
+            found += 1
+        start = text.find(name, end)
+    return found
 
 
 def _is_timer(context: ast.expr) -> bool:
@@ -855,12 +946,16 @@ _SPLITTING_METHODS = frozenset(
 
 
 def _whole_items(target: ast.expr, iterable: ast.expr, function: Function | None) -> bool:
-    """A loop whose items are whole batches, a batch's fields, a module's parameters, a
-    function's `*args`, or a few distinct tensors written out (`for t in (x, mask, cos, sin)`):
-    copying or running each is not per sample."""
+    """A loop whose items are whole batches or chunks, a batch's fields, a module's
+    parameters, a function's `*args`, or a few distinct tensors written out (`for t in (x,
+    mask, cos, sin)`): copying or running each is not per sample."""
     match iterable:
         case ast.Tuple() | ast.List() | ast.Set():
             return True
+        case ast.IfExp(body=body, orelse=orelse):  # `for x in xs if many else [xs]`
+            return _whole_items(target, body, function) or _whole_items(target, orelse, function)
+        case ast.Call(func=func, args=[_, _, _]) if simple_name(func) in ("range", "trange"):
+            return True  # `for i in range(0, n, chunk)`: the starts of chunks
         case ast.Call(func=ast.Name(id="enumerate" | "reversed" | "list" | "tuple"), args=[inner]):
             return _whole_items(_enumerated(target), inner, function)
         case ast.Call(func=ast.Name(id="zip"), args=arguments) if arguments:
@@ -909,16 +1004,16 @@ def _fed_to_a_model(function: Function) -> list[str]:
     grown = True
     while grown:  # what the fed names were computed from is fed too
         grown = False
-        for targets, value in assignments:
-            if targets & fed:
-                more = names_in(value) - fed
+        for bound, source in assignments:
+            if bound & fed:
+                more = names_in(source) - fed
                 if more:
                     fed |= more
                     grown = True
     # only what every caller must pass: options with defaults are numbers, flags, callbacks
     required = [a.arg for a in (*arguments.posonlyargs, *arguments.args)]
     required = required[: len(required) - len(arguments.defaults)]
-    return [p for p in required if p in fed and p not in models]
+    return [p for p in required if p in fed and p not in models and p not in ("self", "cls")]
 
 
 def _enumerated(target: ast.expr) -> ast.expr:
@@ -928,11 +1023,20 @@ def _enumerated(target: ast.expr) -> ast.expr:
     return target
 
 
-def _step_framework(base: str) -> str | None:
-    """The framework whose steps a class with base ``base`` (a qualified name) defines."""
-    if not base.startswith(fw.STEP_CLASS_MODULES):
+def _step_framework(qualified: str, base: ast.expr, definitions: Definitions) -> str | None:
+    """The framework whose steps a class with base ``base`` (``qualified``: its qualified
+    name, "" when the file cannot tell) defines. A base the file imports from its own
+    package (`from .base import _BaseTrainer`) is a framework's by its name; its methods are
+    steps only where their signature is the framework's (see `framework_step`)."""
+    if not qualified:
+        if simple_name(base) not in definitions.relatives:
+            return None
+        return next(
+            (f for end, f in fw.STEP_CLASSES.items() if simple_name(base).endswith(end)), None
+        )
+    if not qualified.startswith(fw.STEP_CLASS_MODULES):
         return None
-    return fw.STEP_CLASSES.get(base.rsplit(".", 1)[-1])
+    return fw.STEP_CLASSES.get(qualified.rsplit(".", 1)[-1])
 
 
 def _mapped_lambda(call: ast.Call) -> tuple[ast.Lambda, list[ast.expr], str] | None:

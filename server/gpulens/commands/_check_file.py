@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gpulens.analysis import Config, Finding, analyze, analyze_cells
+from gpulens.analysis import Analysis, Config, Finding, analyze, analyze_cells
 from gpulens.analysis.edits import fix_until_stable, line_break_of
 from gpulens.analysis.encoding import SourceDecodeError, decode_source
 from gpulens.analysis.source import SyntaxProblem
@@ -28,12 +28,17 @@ class Job:
     fix: bool
     notebook: bool
     text: str | None = None  # stdin's text
+    # saved profiles of this file (`gpulens profile -o`, a `%%gpulens` output): their figures
+    # are merged into the findings (`profiler.measured`)
+    profiles: tuple[dict[str, Any], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
 class Located:
     finding: Finding
     cell: int | None = None  # 1-based index in the notebook's list of cells
+    # "analysis", or "profile": a saved profile found it where the analysis was silent
+    origin: str = "analysis"
 
 
 @dataclass(slots=True)
@@ -83,6 +88,7 @@ class _Decoded:
 def _check_python(job: Job, result: FileResult) -> None:
     decoded = _decode(job)
     analysis = analyze(decoded.text, job.config)
+    shown = decoded.text  # the text the findings are of
     if job.fix:
         outcome = fix_until_stable(
             [decoded.text], [analysis], lambda texts: [analyze(texts[0], job.config)]
@@ -92,15 +98,15 @@ def _check_python(job: Job, result: FileResult) -> None:
             result.notes.append(_BROKE_SYNTAX)
         if job.absolute is None:
             result.fixed_text = _restore_newlines(text, decoded.newline)
-            analysis, result.fixed = fixed, count
+            analysis, result.fixed, shown = fixed, count, text
         elif text != decoded.text:
             try:
                 _write(Path(job.absolute), _encode(job.path, text, decoded), job.path, decoded.raw)
             except _FileError as error:
                 result.error = str(error)  # the file keeps its text, and so its findings
             else:
-                analysis, result.fixed = fixed, count
-    result.findings = [Located(f) for f in analysis.findings]
+                analysis, result.fixed, shown = fixed, count, text
+    result.findings = _located(analysis, shown, job.profiles, job.config)
     if analysis.syntax_problem is not None:
         result.syntax_problems.append((None, analysis.syntax_problem))
 
@@ -191,6 +197,27 @@ def _replace_content(handle: int, data: bytes) -> None:
     os.fsync(handle)
 
 
+def _located(
+    analysis: Analysis,
+    text: str,
+    profiles: Sequence[dict[str, Any]],
+    config: Config,
+    cell: int | None = None,
+) -> list[Located]:
+    """The findings of `text`, with the figures of its saved profiles merged in."""
+    if not profiles:
+        return [Located(f, cell) for f in analysis.findings]
+    from gpulens.analysis.source import split_lines
+    from gpulens.profiler.measured import merge_measured, place_profile
+
+    lines = split_lines(text)
+    measured = {}
+    for profile in profiles:  # a later profile of a line replaces an earlier one
+        measured.update(place_profile(profile, lines))
+    merged = merge_measured(analysis.findings, measured, text, config)
+    return [Located(m.finding, cell, m.origin) for m in merged]
+
+
 # ---- fixing, shared by files and notebooks --------------------------------------------------
 
 
@@ -213,6 +240,7 @@ def _check_notebook(job: Job, result: FileResult) -> None:
     code = [i for i, cell in enumerate(cells) if cell.get("cell_type") == "code"]
     sources = [_cell_source(job.path, i, cells[i]) for i in code]
     analyses = analyze_cells(sources, job.config)
+    shown = sources  # the texts the findings are of
     if job.fix:
         outcome = fix_until_stable(
             sources, analyses, lambda texts: analyze_cells(texts, job.config), cells=True
@@ -225,16 +253,18 @@ def _check_notebook(job: Job, result: FileResult) -> None:
                 _set_cell_source(cells[index], source)
         if job.absolute is None:
             result.fixed_text = _dump_notebook(notebook, raw)
-            analyses, result.fixed = fixed, count
+            analyses, result.fixed, shown = fixed, count, fixed_sources
         elif fixed_sources != sources:
             try:
                 _write(Path(job.absolute), _dump_notebook(notebook, raw).encode(), job.path, data)
             except _FileError as error:
                 result.error = str(error)  # the notebook keeps its cells, and their findings
             else:
-                analyses, result.fixed = fixed, count
-    for index, analysis in zip(code, analyses, strict=True):
-        result.findings.extend(Located(f, index + 1) for f in analysis.findings)
+                analyses, result.fixed, shown = fixed, count, fixed_sources
+    for index, analysis, text in zip(code, analyses, shown, strict=True):
+        # a `%%gpulens` output names its cell by its place in the notebook, from 1
+        profiles = [p for p in job.profiles if (p.get("source") or {}).get("cell") == index + 1]
+        result.findings.extend(_located(analysis, text, profiles, job.config, index + 1))
         if analysis.syntax_problem is not None:
             result.syntax_problems.append((index + 1, analysis.syntax_problem))
 

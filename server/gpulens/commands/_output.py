@@ -34,6 +34,8 @@ def where(path: str, cell: int | None, line: int, column: int) -> str:
 def text_line(path: str, located: Located) -> str:
     finding = located.finding
     marker = " [*]" if any(fix.safe for fix in finding.fixes) else ""
+    if located.origin == "profile":
+        marker += " (measured)"
     start = where(path, located.cell, finding.span.line, finding.span.column)
     return f"{start}: {finding.code}{marker} {finding.message}"
 
@@ -92,6 +94,14 @@ def _edit_json(edit: Edit) -> dict[str, Any]:
     return {**_span_json(edit.span), "new_text": edit.new_text}
 
 
-def write_json(findings: Sequence[tuple[str, Located]], out: TextIO) -> None:
-    json.dump([finding_json(path, located) for path, located in findings], out, indent=2)
+def write_json(
+    findings: Sequence[tuple[str, Located]], out: TextIO, *, origins: bool = False
+) -> None:
+    """The JSON array; ``origins``: each finding says where it comes from ("analysis" or
+    "profile"), as it does once a saved profile was merged in."""
+    items = [finding_json(path, located) for path, located in findings]
+    if origins:
+        for item, (_, located) in zip(items, findings, strict=True):
+            item["origin"] = located.origin
+    json.dump(items, out, indent=2)
     out.write("\n")

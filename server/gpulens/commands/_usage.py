@@ -57,3 +57,23 @@ def interpreter(value: str) -> str:
         f"{value!r} is not an executable Python (no such file, or not executable); give the "
         f"path of an interpreter, e.g. {sys.executable}"
     )
+
+
+def add_run_options(parser: argparse.ArgumentParser, timeout_help: str) -> None:
+    """`--timeout`, `--python` and `--backend`: how a command that runs the user's code in a
+    profiled subprocess runs it (`gpulens profile`, `gpulens measure-fix`)."""
+    parser.add_argument(
+        "--timeout", type=positive_seconds, default=None, metavar="S", help=timeout_help
+    )
+    parser.add_argument(
+        "--python",
+        type=interpreter,
+        metavar="INTERP",
+        help="interpreter to run it with (default: this one)",
+    )
+    parser.add_argument(
+        "--backend",
+        choices=("auto", "cupti", "torch", "host"),
+        default="auto",
+        help="capture backend (default: the best available)",
+    )

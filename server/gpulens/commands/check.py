@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 if TYPE_CHECKING:  # the analysis is imported when the command runs, not by `gpulens --help`
     from gpulens.analysis import Config
@@ -27,6 +28,12 @@ output:
   json   one array of {path, cell (notebooks only), line, column, end_line, end_column, code,
          severity, message, fixes: [{title, safe, edits: [{line, column, end_line,
          end_column, new_text}]}]}, 1-based, sorted by path, cell, line, column, code.
+
+--profile merges a saved profile (`gpulens profile -o OUT --format json`, or a %%gpulens
+output) into the findings of the file it profiled: a finding on a profiled line carries its
+measured cost, or drops to a hint where that cost was negligible; lines that measured
+repeated syncs, small copies in a loop or pageable copies get findings of their own, marked
+"(measured)" in text and "origin": "profile" in JSON (every finding then has an "origin").
 
 Syntax errors are reported on stderr; the parts of the file that parse are still checked.
 A path that could not be read (missing, unreadable, a broken link, a FIFO, not UTF-8 nor of
@@ -69,6 +76,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--fix", action="store_true", help="apply the safe fixes and write the files back"
     )
     parser.add_argument("--explain", metavar="CODE", help="describe a rule and exit")
+    parser.add_argument(
+        "--profile",
+        action="append",
+        default=[],
+        metavar="FILE.profile.json",
+        help="merge a saved profile's measurements into the findings of the file it profiled "
+        "(repeat for several cells)",
+    )
     parser.add_argument(
         "--exclude",
         action="append",
@@ -239,6 +254,7 @@ def _check(args: argparse.Namespace) -> int:
     for problem in found.problems:
         print(f"error: {problem}", file=sys.stderr)
     jobs = [_job(str(t.path), str(t.absolute), settings, args.fix) for t in found.files]
+    jobs = _with_profiles(jobs, _load_profiles(args.profile))
     if not jobs and not found.problems:
         print("warning: no Python files or notebooks found under the given paths", file=sys.stderr)
     results = run_jobs(jobs)
@@ -287,12 +303,76 @@ def _check_stdin(args: argparse.Namespace, settings: _Settings, cwd: Path) -> in
     config = config.for_file(_relative(name))
     from gpulens.commands._check_file import Job
 
-    result = check_file(Job(name, None, config, args.fix, name.endswith(".ipynb"), text))
+    profiles = tuple(payload for _, payload in _load_profiles(args.profile))
+    job = Job(name, None, config, args.fix, name.endswith(".ipynb"), text, profiles)
+    result = check_file(job)
     if args.fix and result.fixed_text is not None:
         # the fixed text goes to stdout, as editors and formatters expect; the report to stderr
         sys.stdout.write(result.fixed_text)
         return _report([result], args, sys.stderr)
     return _report([result], args, sys.stdout)
+
+
+# ---- saved profiles -------------------------------------------------------------------------
+
+
+def _load_profiles(paths: Sequence[str]) -> list[tuple[str, dict[str, Any]]]:
+    """Each saved profile named by --profile, read; a UsageError for one that is not."""
+    loaded = []
+    for path in paths:
+        try:
+            with open(path, encoding="utf-8") as handle:
+                payload = json.load(handle)
+        except (OSError, UnicodeDecodeError, ValueError) as error:
+            reason = getattr(error, "strerror", None) or error
+            raise UsageError(
+                f"--profile {path}: cannot read it as a saved profile ({reason}); save one with "
+                "`gpulens profile FILE -o OUT --format json`"
+            ) from None
+        if not isinstance(payload, dict) or not str(payload.get("schema", "")).startswith(
+            "gpulens.profile/"
+        ):
+            raise UsageError(f"--profile {path}: not a gpulens profile (no gpulens.profile schema)")
+        loaded.append((path, payload))
+    return loaded
+
+
+def _with_profiles(jobs: list[Job], profiles: Sequence[tuple[str, dict[str, Any]]]) -> list[Job]:
+    """The jobs, each with the profiles of its file: a script's by its path (as it was given
+    to `gpulens profile`, from this folder, or the one file checked of that name), a
+    notebook cell's (which names no file) the one notebook checked."""
+    if not profiles:
+        return jobs
+    given: dict[int, list[dict[str, Any]]] = {}
+    for path, payload in profiles:
+        index = _profiled_job(jobs, payload)
+        if index is None:
+            source = payload.get("source") or {}
+            what = source.get("path") or "a notebook cell"
+            raise UsageError(
+                f"--profile {path} is a profile of {what}, which is not among the files "
+                "checked (or not the only one it could be); check that file with it"
+            )
+        given.setdefault(index, []).append(payload)
+    return [
+        replace(job, profiles=tuple(given[index])) if index in given else job
+        for index, job in enumerate(jobs)
+    ]
+
+
+def _profiled_job(jobs: Sequence[Job], payload: dict[str, Any]) -> int | None:
+    profiled = (payload.get("source") or {}).get("path")
+    if not isinstance(profiled, str):
+        notebooks = [i for i, job in enumerate(jobs) if job.notebook]
+        return notebooks[0] if len(notebooks) == 1 else None
+    target = Path(profiled).resolve()
+    for index, job in enumerate(jobs):
+        if job.absolute and Path(job.absolute).resolve() == target:
+            return index
+    named = [
+        i for i, job in enumerate(jobs) if not job.notebook and Path(job.path).name == target.name
+    ]
+    return named[0] if len(named) == 1 else None
 
 
 def run_jobs(jobs: Sequence[Job], workers: int | None = None) -> list[FileResult]:
@@ -380,7 +460,7 @@ def _report(
             print(f"warning: {result.path}: {note}", file=sys.stderr)
     findings = _output.ordered(results)
     if args.format == "json":
-        _output.write_json(findings, out)
+        _output.write_json(findings, out, origins=bool(getattr(args, "profile", None)))
     else:
         _output.write_text(findings, out)
         fixed = sum(r.fixed for r in results)

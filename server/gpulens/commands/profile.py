@@ -11,7 +11,8 @@ import sys
 from typing import Any
 
 from gpulens.commands._paths import not_regular, unreachable
-from gpulens.commands._usage import OneLineParser, interpreter, positive_seconds, whole_number
+from gpulens.commands._usage import OneLineParser, add_run_options, whole_number
+from gpulens.profiler.capture import MEMORY_BY_DEFAULT, MEMORY_CHOICES
 
 HELP = "run a script (or one `# %%` cell of it) and show each line's kernels, copies and syncs"
 
@@ -47,24 +48,21 @@ def _add_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--format", choices=("text", "json", "html"), default="text")
     parser.add_argument("-o", "--output", metavar="OUT", help="write the report here, not stdout")
+    add_run_options(parser, "stop the run after S seconds")
     parser.add_argument(
-        "--timeout",
-        type=positive_seconds,
-        default=None,
-        metavar="S",
-        help="stop the run after S seconds",
+        "--memory",
+        choices=MEMORY_CHOICES,
+        default=MEMORY_BY_DEFAULT,
+        help="GPU memory per line: the driver's view (reserved, CUPTI's memory records; the "
+        "default), all (and torch's allocator view, allocated: costs more while the cell "
+        "runs) or off",
     )
     parser.add_argument(
-        "--python",
-        type=interpreter,
-        metavar="INTERP",
-        help="interpreter to run it with (default: this one)",
-    )
-    parser.add_argument(
-        "--backend",
-        choices=("auto", "cupti", "torch", "host"),
-        default="auto",
-        help="capture backend (default: the best available)",
+        "--no-memory",
+        dest="memory",
+        action="store_const",
+        const="off",
+        help="the same as --memory off",
     )
     parser.add_argument(
         "--nproc-per-node",
@@ -125,6 +123,7 @@ def run(args: argparse.Namespace) -> int:
                 on_output=_write_output if args.format == "text" else None,
                 stop=stop,
                 nproc_per_node=args.nproc_per_node,
+                memory=args.memory,
             )
         except ProfileRequestError as error:
             print(f"gpulens profile: error: {error}", file=sys.stderr)
@@ -174,6 +173,7 @@ def _replay_problem(args: argparse.Namespace, script_args: list[str]) -> str | N
             ("--timeout", args.timeout is not None),
             ("--python", args.python is not None),
             ("--backend", args.backend != "auto"),
+            ("--memory", args.memory != MEMORY_BY_DEFAULT),
             ("--nproc-per-node", args.nproc_per_node is not None),
             ("-- ARGS", bool(script_args)),
         )

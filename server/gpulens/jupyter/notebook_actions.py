@@ -14,7 +14,15 @@ Request::
      "device": "cuda:1",                         // optional, what device fixes write
      "fix_all": true,                            // optional: compute "Fix all in notebook"
      "selection": {"cell": 1, "from": 0, "to": 42},   // optional, with "refactor"
-     "refactor": "move_to_device"}               // a key of REFACTOR_MENU_TITLES
+     "refactor": "move_to_device",               // a key of REFACTOR_MENU_TITLES
+     "profiles": [null, {gpulens.profile/2}, ...]}  // optional: each code cell's last
+                                                 // %%gpulens output, or null
+
+A cell's profile is merged into its findings as the language server merges one
+(`gpulens.profiler.measured`): a finding on a measured line carries its cost or drops to a
+hint where the cost was negligible, and the profile's own findings (a sync, small copies or
+pageable copies the analysis did not see) come with ``"origin": "profile"``. Its lines are
+matched to the cell's text, so a line edited since the profile keeps none of its figures.
 
 Every action (a finding's fix, "Fix all in notebook", a refactor) carries its edits as
 ``"cells": [{"cell": index, "edits": [{"from", "to", "insert"}, ...]}]``; a cell's edits are
@@ -24,6 +32,7 @@ step per cell. Refactors read the selected cell alone, as the language server's 
 
 from __future__ import annotations
 
+import ast
 import bisect
 import difflib
 import json
@@ -32,7 +41,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from gpulens.analysis import Config, Edit, Finding, Fix, analyze_cells
+from gpulens.analysis import Analysis, Config, Edit, Fix, analyze_cells
 from gpulens.analysis.config import ConfigError, parse_device
 from gpulens.analysis.edits import apply_edits, apply_fixes, first_safe_fix
 from gpulens.analysis.incremental import DocumentAnalyzer
@@ -40,6 +49,7 @@ from gpulens.analysis.model import Span
 from gpulens.analysis.notebook_fixes import fix_all_cells
 from gpulens.analysis.refactors import REFACTOR_MENU_TITLES, refactor
 from gpulens.analysis.source import split_lines
+from gpulens.profiler.measured import ORIGIN_PROFILE, Merged, merge_measured, place_profile
 
 SCHEMA = "gpulens.notebook-actions/1"
 # A notebook's code as one program is analysed up to this size (the language server's bound);
@@ -76,6 +86,8 @@ class ActionsRequest:
     fix_all: bool = False
     selection: Selection | None = None
     refactor: str | None = None
+    # per code cell, its last profile (a `gpulens.profile/2` payload), or None
+    profiles: tuple[dict[str, Any] | None, ...] = ()
 
 
 def parse_request(body: bytes) -> ActionsRequest:
@@ -113,7 +125,27 @@ def parse_request(body: bytes) -> ActionsRequest:
         fix_all=raw.get("fix_all") is True,
         selection=selection,
         refactor=kind,
+        profiles=_profiles(raw.get("profiles"), len(cells)),
     )
+
+
+def _profiles(raw: object, cells: int) -> tuple[dict[str, Any] | None, ...]:
+    if raw is None:
+        return ()
+    reason = (
+        '"profiles" must list, per code cell, its last %%gpulens output (a gpulens.profile '
+        "payload) or null"
+    )
+    if not isinstance(raw, list) or len(raw) > cells:
+        raise RequestError(reason)
+    for entry in raw:
+        if entry is None:
+            continue
+        if not isinstance(entry, dict) or not str(entry.get("schema", "")).startswith(
+            "gpulens.profile/"
+        ):
+            raise RequestError(reason)
+    return tuple(raw)
 
 
 def _selection(raw: object, cells: Sequence[str]) -> Selection | None:
@@ -231,7 +263,8 @@ def _cell_edits(index: int, edits: list[dict[str, Any]]) -> list[dict[str, Any]]
     return [{"cell": index, "edits": edits}] if edits else []
 
 
-def _finding(finding: Finding, index: int, text: str, cell: CellText) -> dict[str, Any]:
+def _finding(merged: Merged, index: int, text: str, cell: CellText) -> dict[str, Any]:
+    finding = merged.finding
     span = finding.span
     preferred = first_safe_fix(finding)
     fixes = []
@@ -248,15 +281,40 @@ def _finding(finding: Finding, index: int, text: str, cell: CellText) -> dict[st
                 "cells": _cell_edits(index, edits),
             }
         )
+    measured = " (measured)" if merged.origin == ORIGIN_PROFILE else ""
     return {
         "code": finding.code,
         "severity": finding.severity.value,
         "message": finding.message,
-        "hover": f"{finding.code}: {finding.message}",
+        "hover": f"{finding.code}{measured}: {finding.message}",
+        "origin": merged.origin,
         "from": cell.offset(span.line, span.column),
         "to": cell.offset(span.end_line, span.end_column),
         "fixes": fixes,
     }
+
+
+def _merged(
+    analysis: Analysis, text: str, profile: dict[str, Any] | None, config: Config, program: str
+) -> list[Merged]:
+    """The cell's findings, with its last profile's figures merged in."""
+    measured = {} if profile is None else place_profile(profile, split_lines(text))
+    return merge_measured(analysis.findings, measured, text, config, program=program)
+
+
+def _imports_of(cells: Sequence[str]) -> str:
+    """The notebook's import statements (of the cells that parse): what a value the profile
+    found on the GPU is, torch's or CuPy's."""
+    imports = []
+    for text in cells:
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError):
+            continue
+        imports += [
+            ast.unparse(node) for node in tree.body if isinstance(node, ast.Import | ast.ImportFrom)
+        ]
+    return "\n".join(imports) + "\n"
 
 
 def notebook_actions(
@@ -272,13 +330,19 @@ def notebook_actions(
         config = config.merged(device=request.device)
     cells = list(request.cells)
     analyses = analyze_cells(cells, config, analyzer)
+    profiles = list(request.profiles) + [None] * (len(cells) - len(request.profiles))
+    program = _imports_of(cells) if any(profiles) else ""
+    shown = [
+        _merged(analysis, text, profile, config, program)
+        for text, analysis, profile in zip(cells, analyses, profiles, strict=True)
+    ]
     answer: dict[str, Any] = {
         "schema": SCHEMA,
         "device": config.device,
         "problem": problem,
         "cells": [
-            {"findings": [_finding(f, index, text, CellText(text)) for f in analysis.findings]}
-            for index, (text, analysis) in enumerate(zip(cells, analyses, strict=True))
+            {"findings": [_finding(m, index, text, CellText(text)) for m in merged]}
+            for index, (text, merged) in enumerate(zip(cells, shown, strict=True))
         ],
         "refactors": [
             {"id": kind, "label": f"{MENU_PREFIX}{title}", "asks_device": kind in _ASKS_DEVICE}

@@ -1,6 +1,11 @@
 """Code actions: quick-fixes bound to their diagnostics, "Suppress GPUxxx on this line",
-`source.fixAll.gpulens` (VS Code's fix on save asks for it), and the selection refactors as
-`refactor.rewrite`.
+`source.fixAll.gpulens` (VS Code's fix on save asks for it), the selection refactors as
+`refactor.rewrite`, and "Measure this fix" (`quickfix.gpulens.measure`) on each fix of a file
+that can be profiled: a command (`gpulens.measureFix`, `lsp.measure_fix`) that runs nothing
+until the user picks it.
+
+The findings are those shown: the analysis's, merged with what a profile measured on the
+document (a sync the profile found brings the analysis's fix for it).
 
 Fixes are applied as `gpulens check --fix` applies them (`analysis.edits`): a quick-fix is
 offered only if its edits leave the file parsing, and fix-all takes each fix whole or not at
@@ -20,28 +25,33 @@ from typing import TYPE_CHECKING
 from lsprotocol import types
 from pygls.workspace.position_codec import PositionCodec
 
-from gpulens.analysis import Analysis, Edit, Finding, Span
+from gpulens.analysis import Analysis, Edit, Finding, Fix, Span
 from gpulens.analysis.config import suppression_edit
 from gpulens.lsp.convert import (
     SOURCE,
+    SOURCES,
     LineIndex,
     edits_to_text_edits,
-    finding_to_diagnostic,
+    merged_to_diagnostic,
     minimal_replacement,
     workspace_edit,
 )
 from gpulens.lsp.documents import Snapshot, analyse
+from gpulens.lsp.trust import may_profile
 
 if TYPE_CHECKING:
     from gpulens.lsp.server import GpulensServer
+    from gpulens.profiler.measured import Merged
 
 logger = logging.getLogger(__name__)
 
 QUICK_FIX = types.CodeActionKind.QuickFix.value
 REFACTOR = types.CodeActionKind.RefactorRewrite.value
 FIX_ALL = f"{types.CodeActionKind.SourceFixAll.value}.{SOURCE}"
-KINDS = [QUICK_FIX, REFACTOR, FIX_ALL]
+MEASURE = f"{QUICK_FIX}.{SOURCE}.measure"
+KINDS = [QUICK_FIX, REFACTOR, FIX_ALL, MEASURE]
 FIX_ALL_TITLE = "Fix all gpulens problems"
+MEASURE_FIX = "gpulens.measureFix"
 
 
 def wanted(kind: str, only: Sequence[str] | None) -> bool:
@@ -70,6 +80,18 @@ class ActionRequest:
     statement_starts: tuple[int, ...] | None = None
     # the analyses of every text of the snapshot (a notebook's cells), ``analysis`` among them
     analyses: Sequence[Analysis] = ()
+    # the findings shown for the text: ``analysis``'s, with a profile's figures merged in
+    merged: Sequence[Merged] = ()
+    # the text is a file the user may profile: "Measure this fix" is offered
+    measurable: bool = False
+
+    @property
+    def shown(self) -> Sequence[Merged]:
+        if self.merged:
+            return self.merged
+        from gpulens.profiler.measured import ORIGIN_ANALYSIS, Merged
+
+        return [Merged(f, ORIGIN_ANALYSIS, False) for f in self.analysis.findings]
 
     @property
     def uri(self) -> str:
@@ -90,11 +112,19 @@ def build_actions(request: ActionRequest) -> list[types.CodeAction]:
 
     index = LineIndex(request.text, request.codec)
     selection = index.range_to_span(request.selection)
-    here = [f for f in request.analysis.findings if f.span.overlaps(selection)]
+    here = [m for m in request.shown if m.finding.span.overlaps(selection)]
     actions: list[types.CodeAction] = []
+    measure = request.measurable and wanted(MEASURE, request.only)
+    applicable = (
+        [_applicable(request, m.finding) for m in here]
+        if wanted(QUICK_FIX, request.only) or measure
+        else []
+    )
     if wanted(QUICK_FIX, request.only):
-        actions.extend(_quick_fixes(request, index, here))
+        actions.extend(_quick_fixes(request, index, here, applicable))
         actions.extend(_suppressions(request, index, here))
+    if measure:
+        actions.extend(_measure_fixes(request, index, here, applicable))
     # The light bulb asks at every cursor move with an empty range; the refactors parse the
     # whole file, so they are offered for a selection or when asked for by kind.
     selected = selection.start != selection.end
@@ -120,35 +150,47 @@ def _edit(request: ActionRequest, index: LineIndex, edits: Sequence[Edit]) -> ty
     )
 
 
-def _diagnostic(request: ActionRequest, index: LineIndex, finding: Finding) -> types.Diagnostic:
+def _diagnostic(request: ActionRequest, index: LineIndex, merged: Merged) -> types.Diagnostic:
     """The client's copy of the finding's diagnostic when it sent one, else ours."""
-    ours = finding_to_diagnostic(finding, index)
+    ours = merged_to_diagnostic(merged, index)
     for theirs in request.client_diagnostics:
-        if theirs.source == SOURCE and theirs.code == ours.code and theirs.range == ours.range:
+        if theirs.source in SOURCES and theirs.code == ours.code and theirs.range == ours.range:
             return theirs
     return ours
 
 
+def _applicable(request: ActionRequest, finding: Finding) -> list[Fix]:
+    """The finding's fixes that leave the text parsing (one that does not is a bug of its
+    rule, and is not offered)."""
+    from gpulens.analysis.edits import apply_fixes
+
+    cell = request.snapshot.is_notebook
+    return [
+        fix
+        for fix in finding.fixes
+        if apply_fixes(
+            request.text, [fix], cell=cell, statement_starts=request.statement_starts
+        ).applied
+    ]
+
+
 def _quick_fixes(
-    request: ActionRequest, index: LineIndex, findings: Sequence[Finding]
+    request: ActionRequest,
+    index: LineIndex,
+    found: Sequence[Merged],
+    applicable: Sequence[Sequence[Fix]],
 ) -> list[types.CodeAction]:
-    from gpulens.analysis.edits import apply_fixes, first_safe_fix
+    from gpulens.analysis.edits import first_safe_fix
 
     actions = []
-    cell = request.snapshot.is_notebook
-    for finding in findings:
-        preferred = first_safe_fix(finding)
-        for fix in finding.fixes:
-            applied = apply_fixes(
-                request.text, [fix], cell=cell, statement_starts=request.statement_starts
-            )
-            if not applied.applied:
-                continue  # it would leave the file unparsable: a bug of its rule, not offered
+    for merged, fixes in zip(found, applicable, strict=True):
+        preferred = first_safe_fix(merged.finding)
+        for fix in fixes:
             actions.append(
                 types.CodeAction(
                     title=fix.title,
                     kind=QUICK_FIX,
-                    diagnostics=[_diagnostic(request, index, finding)],
+                    diagnostics=[_diagnostic(request, index, merged)],
                     edit=_edit(request, index, fix.edits),
                     is_preferred=True if fix is preferred else None,
                 )
@@ -156,12 +198,45 @@ def _quick_fixes(
     return actions
 
 
+def _measure_fixes(
+    request: ActionRequest,
+    index: LineIndex,
+    found: Sequence[Merged],
+    applicable: Sequence[Sequence[Fix]],
+) -> list[types.CodeAction]:
+    """ "Measure this fix" for each fix offered here: a command, run only when picked."""
+    actions = []
+    for merged, fixes in zip(found, applicable, strict=True):
+        finding = merged.finding
+        for fix in fixes:
+            arguments = {
+                "uri": request.uri,
+                "line": finding.span.line,
+                "code": finding.code,
+                "title": fix.title,
+            }
+            actions.append(
+                types.CodeAction(
+                    title=f"Measure this fix: {fix.title}",
+                    kind=MEASURE,
+                    diagnostics=[_diagnostic(request, index, merged)],
+                    command=types.Command(
+                        title=f"Measure this fix: {fix.title}",
+                        command=MEASURE_FIX,
+                        arguments=[arguments],
+                    ),
+                )
+            )
+    return actions
+
+
 def _suppressions(
-    request: ActionRequest, index: LineIndex, findings: Sequence[Finding]
+    request: ActionRequest, index: LineIndex, found: Sequence[Merged]
 ) -> list[types.CodeAction]:
     actions = []
     done: set[tuple[str, int]] = set()
-    for finding in findings:
+    for merged in found:
+        finding = merged.finding
         line = finding.span.line
         # a comment after a line continuation would end the statement there
         if index.lines[line].rstrip("\r\n").endswith("\\"):
@@ -174,7 +249,7 @@ def _suppressions(
             types.CodeAction(
                 title=f"Suppress {finding.code} on this line",
                 kind=QUICK_FIX,
-                diagnostics=[_diagnostic(request, index, finding)],
+                diagnostics=[_diagnostic(request, index, merged)],
                 edit=_edit(request, index, [edit]),
             )
         )
@@ -249,6 +324,12 @@ async def _request_for(
     position = result.snapshot.index_of(uri)
     if found is None or position is None:
         return None
+    shown = await ls.diagnostics.shown(result)
+    measurable = (
+        not result.snapshot.is_notebook
+        and uri.startswith("file:")
+        and may_profile(ls.settings.workspace_trusted)
+    )
     return ActionRequest(
         snapshot=result.snapshot,
         index=position,
@@ -261,6 +342,8 @@ async def _request_for(
         resolves_edits=_resolves_edits(ls),
         statement_starts=result.statement_starts,
         analyses=result.analyses or (),
+        merged=shown[position],
+        measurable=measurable,
     )
 
 

@@ -8,6 +8,7 @@ them (``\\n``, ``\\r\\n``, ``\\r``), not the way ``str.splitlines`` does.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 from lsprotocol import types
 from pygls.workspace.position_codec import PositionCodec
@@ -15,7 +16,14 @@ from pygls.workspace.position_codec import PositionCodec
 from gpulens.analysis.model import Edit, Finding, Severity, Span
 from gpulens.analysis.source import split_lines
 
+if TYPE_CHECKING:
+    # the profile's merge loads with the first profile, not with the server
+    from gpulens.profiler.measured import Merged
+
 SOURCE = "gpulens"
+# the source of a diagnostic that a profile found where the analysis was silent
+MEASURED_SOURCE = "gpulens (measured)"
+SOURCES = frozenset({SOURCE, MEASURED_SOURCE})
 
 _SEVERITY = {
     Severity.ERROR: types.DiagnosticSeverity.Error,
@@ -144,6 +152,16 @@ def finding_to_diagnostic(finding: Finding, index: LineIndex) -> types.Diagnosti
         # lets a client tell fixable findings apart without asking for code actions
         data={"fixable": any(fix.safe for fix in finding.fixes)},
     )
+
+
+def merged_to_diagnostic(merged: Merged, index: LineIndex) -> types.Diagnostic:
+    """A finding as shown with a profile merged in: one the profile found says so in its
+    source, and in its data (`"origin": "profile"`)."""
+    diagnostic = finding_to_diagnostic(merged.finding, index)
+    if merged.from_profile:
+        diagnostic.source = MEASURED_SOURCE
+        diagnostic.data = {**(diagnostic.data or {}), "origin": merged.origin}
+    return diagnostic
 
 
 def edits_to_text_edits(edits: Iterable[Edit], index: LineIndex) -> list[types.TextEdit]:

@@ -12,6 +12,13 @@ there, also when the text changed meanwhile (the next analysis is of the text cu
 so a fast typist sees diagnostics one keystroke behind rather than none until a pause;
 results end in the order of their texts, so an older one never replaces a newer one. Code
 actions and hover use only a result for the current text, or wait for it.
+
+Where a profile measured lines of a document (`Profiles.measured_of`), its findings are
+shown merged with those measurements (`gpulens.profiler.measured`), in a worker thread too:
+the merge may analyse a line again to find the fix for a sync the profile measured. The
+merge is part of the document's running work, so it keeps the order of publications: a new
+profile, a cleared one or an edit of a measured line publishes them again once what runs
+has ended, and an analysis merges the profile current when it ends.
 """
 
 from __future__ import annotations
@@ -23,7 +30,7 @@ import os
 import threading
 import time
 import traceback
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -43,9 +50,10 @@ from gpulens.lsp.published import PublishedDiagnostics
 from gpulens.lsp.settings import FIRST_SETTINGS_TIMEOUT_S
 
 if TYPE_CHECKING:
-    from gpulens.analysis import Analysis
+    from gpulens.analysis import Analysis, Finding
     from gpulens.analysis.incremental import DocumentAnalyzer
     from gpulens.lsp.server import GpulensServer
+    from gpulens.profiler.measured import MeasuredLine, Merged
 
 logger = logging.getLogger(__name__)
 
@@ -118,6 +126,10 @@ class _Target:
     published: tuple[int | None, ...] | None = None  # the versions last published
     cells: set[str] = field(default_factory=set)  # a notebook's cells given diagnostics
     warming: asyncio.Task[None] | None = None  # recording its first analysis's results
+    # a result's findings merged with the profiles of a revision (`Profiles.revision`)
+    shown: tuple[Result, int, list[list[Merged]]] | None = None
+    # the result and the profiles' revision last published
+    published_merge: tuple[Result, int] | None = None
 
     def stop_running(self, future: asyncio.Future[Result]) -> None:
         """``future`` ended: no analysis runs, unless a newer one started meanwhile."""
@@ -141,6 +153,7 @@ class DiagnosticsScheduler:
         # two workers: one large document being analysed does not hold back a small one
         self.pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="gpulens-analysis")
         self._targets: dict[str, _Target] = {}
+        self._republishing: set[asyncio.Task[None]] = set()
         self._too_large_reported: set[str] = set()
 
     def preload(self) -> None:
@@ -244,6 +257,14 @@ class DiagnosticsScheduler:
                 analyses, starts = [Analysis([]) for _ in snapshot.texts], None
             state.analysis_s = time.perf_counter() - began
             result = Result(snapshot, analyses, starts)
+            latest = snapshot_of(self._server, snapshot.target)
+            if latest is not None and latest.same_input(snapshot):
+                state.result = result
+            if latest is not None and state.published_before(snapshot):
+                # a text changed since is analysed next: until then the editor shows these
+                # (analyses end in the order of their texts, so an older one never follows;
+                # the profiles' merge ends before the next analysis starts)
+                await self._publish_shown(result, state)
             future.set_result(result)
         except asyncio.CancelledError:
             future.cancel()
@@ -254,14 +275,6 @@ class DiagnosticsScheduler:
             raise
         finally:
             state.stop_running(future)
-        latest = snapshot_of(self._server, snapshot.target)
-        if latest is not None and latest.same_input(snapshot):
-            state.result = result
-        if latest is not None and state.published_before(snapshot):
-            # a text changed since is analysed next: until then the editor shows these
-            # (analyses end in the order of their texts, so an older one never follows)
-            self._publish(result, state)
-            state.published = snapshot.versions
         if state.analyzer is not None and state.analyzer.cold:
             self._warm(snapshot, result, state)
         return result
@@ -287,15 +300,130 @@ class DiagnosticsScheduler:
 
         state.warming = loop.create_task(warm())
 
-    def _publish(self, result: Result, state: _Target) -> None:
+    async def shown(self, result: Result) -> list[list[Merged]]:
+        """The findings shown for each text of ``result``: its analysis's, merged with what
+        a profile measured there. Merged in a worker thread, once per result and profile."""
+        from gpulens.profiler.measured import ORIGIN_ANALYSIS, Merged
+
+        state = self._targets.get(result.snapshot.target) or _Target()
+        revision = self._server.profiles.revision
+        merged = await self._merged(result, state, revision)
+        if merged is not None:
+            return merged
+        if result.analyses is None:
+            plain: list[list[Merged]] = [[] for _ in result.snapshot.texts]
+        else:
+            plain = [
+                [Merged(f, ORIGIN_ANALYSIS, False) for f in a.findings] for a in result.analyses
+            ]
+        if state.result is result:
+            state.shown = (result, revision, plain)
+        return plain
+
+    async def _merged(
+        self, result: Result, state: _Target, revision: int
+    ) -> list[list[Merged]] | None:
+        """`shown`, computed for ``revision`` of the profiles (the current one); None where
+        no profile measured a line of the result's texts: its findings are shown as found."""
+        cached = state.shown
+        if cached is not None and cached[0] is result and cached[1] == revision:
+            return cached[2]
+        measured = [self._server.profiles.measured_of(uri) for uri in result.snapshot.uris]
+        if not any(measured):
+            return None
+        try:
+            loop = asyncio.get_running_loop()
+            merged = await loop.run_in_executor(self.pool, _merged, result, measured)
+        except Exception:
+            # a bug in the merge costs the profile's figures, never the findings
+            logger.exception("merging the profile of %s failed", result.snapshot.target)
+            self._server.log(
+                types.MessageType.Error,
+                f"gpulens: merging the profile of {result.snapshot.target} into its "
+                f"diagnostics failed; they are shown without it.\n{traceback.format_exc()}",
+            )
+            return None
+        if state.result is result:
+            state.shown = (result, revision, merged)
+        return merged
+
+    async def _publish_shown(self, result: Result, state: _Target) -> None:
+        """Publish ``result`` merged with the profiles as they are when the merge ends: a
+        profile that came or went meanwhile is merged again."""
+        profiles = self._server.profiles
+        while True:
+            revision = profiles.revision
+            merged = await self._merged(result, state, revision)
+            if self._targets.get(result.snapshot.target) is not state:
+                return  # closed meanwhile: what it showed is cleared
+            if profiles.revision == revision:
+                break
+        self._publish(result, state, merged)
+        state.published = result.snapshot.versions
+        state.published_merge = (result, revision)
+
+    def republish(self, uri: str) -> None:
+        """Publish the diagnostics of ``uri`` again, merged with its profiles as they are now
+        (a profile arrived or was cleared): from its latest analysis once the document's
+        running work has ended, or from an analysis of its text now where there is none."""
+        target = target_of(self._server, uri)
+        if target is None:
+            return
+        task = asyncio.get_running_loop().create_task(self._republish(target))
+        self._republishing.add(task)
+        task.add_done_callback(self._republishing.discard)
+
+    async def _republish(self, target: str) -> None:
+        try:
+            while True:
+                latest = snapshot_of(self._server, target)
+                if latest is None:
+                    return
+                state = self._target(target)
+                if state.running is not None:
+                    # an analysis ending merges the profiles as they are then; a republish
+                    # or the recording of a first analysis's results is waited for
+                    with contextlib.suppress(Exception):
+                        await asyncio.shield(state.running[1])
+                    continue
+                result = state.result
+                if result is None or not result.snapshot.same_input(latest):
+                    self.schedule(target, delay_s=0)  # its analysis merges the profiles
+                    return
+                done = state.published_merge
+                if (
+                    done is not None
+                    and done[0] is result
+                    and done[1] == self._server.profiles.revision
+                ):
+                    return  # published with these profiles already
+                future: asyncio.Future[Result] = asyncio.get_running_loop().create_future()
+                state.running = (result.snapshot, future)
+                try:
+                    await self._publish_shown(result, state)
+                finally:
+                    future.set_result(result)
+                    state.stop_running(future)
+                return
+        except Exception:
+            logger.exception("publishing the profile of %s failed", target)
+
+    def _publish(
+        self, result: Result, state: _Target, merged: Sequence[Sequence[Merged]] | None
+    ) -> None:
+        """Publish ``result``'s findings, or ``merged``: those findings with the profiles'."""
         snapshot = result.snapshot
         if result.analyses is None:
             self._report_too_large(snapshot)
         codec = self._server.workspace.position_codec
         for index, (uri, text) in enumerate(zip(snapshot.uris, snapshot.texts, strict=True)):
-            findings = [] if result.analyses is None else result.analyses[index].findings
+            shown: Sequence[Finding | Merged]
+            if merged is not None:
+                shown = merged[index]
+            else:
+                shown = () if result.analyses is None else result.analyses[index].findings
             params = state.diagnostics.params_json(
-                uri, snapshot.version_of(uri), text, findings, codec
+                uri, snapshot.version_of(uri), text, shown, codec
             )
             self._server.protocol.notify_json(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS, params)
         state.diagnostics.forget_unpublished()
@@ -342,4 +470,19 @@ class DiagnosticsScheduler:
         for state in self._targets.values():
             if state.timer is not None:
                 state.timer.cancel()
+        for task in self._republishing:
+            task.cancel()
         self.pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _merged(result: Result, measured: Sequence[Mapping[int, MeasuredLine]]) -> list[list[Merged]]:
+    """Each text's findings, merged with the lines measured on it."""
+    from gpulens.profiler.measured import merge_measured
+
+    snapshot = result.snapshot
+    if result.analyses is None:
+        return [[] for _ in snapshot.texts]
+    return [
+        merge_measured(analysis.findings, lines, text, snapshot.config)
+        for analysis, lines, text in zip(result.analyses, measured, snapshot.texts, strict=True)
+    ]

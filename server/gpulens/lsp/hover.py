@@ -70,13 +70,14 @@ def register(server: GpulensServer) -> None:
         uri = params.text_document.uri
         result = await ls.diagnostics.current(uri)
         found = None if result is None else result.analysis_of(uri)
-        if found is None:
+        position = None if result is None else result.snapshot.index_of(uri)
+        if result is None or found is None or position is None:
             return None
-        text, analysis = found
-        index = LineIndex(text, ls.workspace.position_codec)
+        shown = (await ls.diagnostics.shown(result))[position]  # with a profile's figures
+        index = LineIndex(found[0], ls.workspace.position_codec)
         line, column = index.from_client(params.position)
         point = Span.point(line, column)
-        here = [f for f in analysis.findings if f.span.contains(point)]
+        here = [m.finding for m in shown if m.finding.span.contains(point)]
         if not here:
             return None
         return hover_text(here), index.span_to_range(here[0].span)

@@ -6,10 +6,14 @@ never on open, save, code lens or hover, and never where the client said the fol
 trusted (`gpulens.lsp.trust`: the command then answers with the reason). The cell holding that
 line runs in a subprocess of `gpulens.profile.python` (default: the server's interpreter) under
 `gpulens.profile.timeoutSeconds`, in the file's folder, as editors run a cell; the command
-answers with the `gpulens.profile/2` payload, so a client may draw it itself, and the server
+answers with the `gpulens.profile/2.1` payload, so a client may draw it itself, and the server
 keeps its lines to draw them as inlay hints. The subprocess, its stopping and killing are
 `gpulens.profiler.runner.BackgroundProfile`'s: a server that exits (or is killed) mid-profile
 is not held up by it, and the subprocess ends with the server.
+
+A cell whose code (setup included) calls `init_process_group` runs as the ranks of one
+torchrun job (`gpulens.profile.ranks` of them, else one per GPU the server sees), each
+profiled and merged, as `gpulens profile --nproc-per-node N` does.
 
 Lenses: "Profile cell" above each `# %%` cell with code; none in a file without markers,
 because every module of a project would carry one and most are not scripts. The command works
@@ -23,7 +27,14 @@ count the other's GPU work as their own. It reports `$/progress` when the client
 request kills the subprocess and its process group at once.
 
 Results are kept per open document by line (`Profiles`, one per server): an edit drops the
-lines it touches and moves the lines after it, closing the document drops them all.
+lines it touches and moves the lines after it, closing the document drops them all. The
+lines a GPU backend measured are also merged into the document's diagnostics
+(`gpulens.profiler.measured`): each change of them re-publishes the diagnostics.
+
+`gpulens.showProfile {uri, payload}` draws a saved profile (`gpulens profile -o`, a
+`%%gpulens` output) on an open document as if it had just been made: its lines are matched
+to the document by their text, so a profile of an older version still lands on the lines that
+did not change. Nothing runs.
 """
 
 from __future__ import annotations
@@ -36,6 +47,7 @@ import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import unquote
 
@@ -44,24 +56,28 @@ from pygls.exceptions import JsonRpcInvalidParams
 from pygls.uris import to_fs_path
 from pygls.workspace.position_codec import PositionCodec
 
+from gpulens.analysis.encoding import SourceDecodeError, decode_source
 from gpulens.analysis.source import source_lines
 from gpulens.lsp.convert import LineIndex
 from gpulens.lsp.documents import notebook_of, open_document
 from gpulens.lsp.settings import plain
 from gpulens.lsp.text_documents import LspTextDocument
 from gpulens.lsp.trust import UNTRUSTED_LENS, UNTRUSTED_PROFILE, may_profile
-from gpulens.profiler.cells import Cell, cell_at_line, split_cells
+from gpulens.profiler.cells import Cell, cell_at_line, sets_up_process_group, split_cells
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
 
     from gpulens.lsp.server import GpulensServer
+    from gpulens.profiler.measure_fix import BackgroundMeasurement
+    from gpulens.profiler.measured import MeasuredLine
     from gpulens.profiler.runner import BackgroundProfile
 
 logger = logging.getLogger(__name__)
 
 PROFILE_CELL = "gpulens.profileCell"
 CLEAR_PROFILE = "gpulens.clearProfile"
+SHOW_PROFILE = "gpulens.showProfile"
 # a killed run that has not returned by then is left behind (its subprocess is gone)
 STOP_GIVE_UP_S = 30.0
 PROGRESS_EVERY_S = 1.0
@@ -127,6 +143,8 @@ class DocumentProfile:
     lines: dict[int, dict[str, Any]] = field(default_factory=dict)
     backend: str | None = None
     text: str = ""  # the document's text the lines are numbered in
+    # the lines a GPU backend measured, with their cell's wall time: merged into diagnostics
+    measured: dict[int, MeasuredLine] = field(default_factory=dict)
 
 
 class Profiles:
@@ -136,10 +154,17 @@ class Profiles:
         self.documents: dict[str, DocumentProfile] = {}
         # one profile at a time: concurrent ones would count each other's GPU work
         self.one_at_a_time = asyncio.Lock()
-        self.running: BackgroundProfile | None = None
+        self.running: BackgroundProfile | BackgroundMeasurement | None = None
+        # changes with every change of any document's measured lines
+        self.revision = 0
 
     def of(self, uri: str) -> DocumentProfile | None:
         return self.documents.get(_key(uri))
+
+    def measured_of(self, uri: str) -> dict[int, MeasuredLine]:
+        """The lines of `uri` a GPU backend measured, by 0-based line of its text now."""
+        profile = self.of(uri)
+        return {} if profile is None else profile.measured
 
     def edited(self, params: types.DidChangeTextDocumentParams, codec: PositionCodec) -> None:
         """Move the document's profiled lines with the edit (the lines it touches go)."""
@@ -152,14 +177,47 @@ class Profiles:
             copy.apply_change(change)
             new = lines_of(copy.source)
             profile.lines = carry_over(old, new, profile.lines)
+            if profile.measured:
+                profile.measured = carry_over(old, new, profile.measured)
+                self.revision += 1
             old = new
         profile.text = copy.source
 
     def closed(self, uri: str) -> None:
-        self.documents.pop(_key(uri), None)
+        if self.documents.pop(_key(uri), None) is not None:
+            self.revision += 1
+
+    def cleared(self, uri: str) -> DocumentProfile | None:
+        self.revision += 1
+        return self.documents.pop(_key(uri), None)
+
+    def keep(
+        self, uri: str, lines: dict[int, dict[str, Any]], payload: dict[str, Any], text: str
+    ) -> None:
+        """Store `lines` (0-based, on `text`) of `payload` for the document, replacing what
+        an earlier profile of the same lines left."""
+        profile = self.documents.setdefault(_key(uri), DocumentProfile())
+        source = payload.get("source") or {}
+        first = int(source.get("first_line") or 1) - 1
+        last = int(source.get("last_line") or first + 1) - 1
+        stale = set(range(first, last + 1)) | set(lines)
+        profile.lines = {n: c for n, c in profile.lines.items() if n not in stale} | lines
+        # a new dict, never one changed in place: a worker thread may be merging the old one
+        measured = {n: m for n, m in profile.measured.items() if n not in stale}
+        backend = str(payload.get("backend") or "")
+        from gpulens.profiler.measured import GPU_BACKENDS, MeasuredLine
+
+        if backend in GPU_BACKENDS:
+            wall = float(payload.get("wall_s") or 0.0)
+            measured |= {n: MeasuredLine(c, wall, backend) for n, c in lines.items()}
+        profile.measured = measured
+        profile.backend = payload.get("backend")
+        profile.text = text
+        self.revision += 1
 
     def kill(self) -> None:
-        """End the running profile now (at shutdown: it would keep the process alive)."""
+        """End the running profile or measurement now (at shutdown: it would keep the
+        process alive)."""
         if self.running is not None:
             self.running.kill()
 
@@ -180,6 +238,7 @@ class ProfileRequest:
     python: str | None
     timeout_s: float | None
     label: str  # "cell 2 of train.py", for the progress title
+    ranks: int | None = None  # run as the ranks of one torchrun job
 
     def start(self) -> BackgroundProfile:
         # the profiler loads with the first profile, not with the server
@@ -192,6 +251,7 @@ class ProfileRequest:
             python=self.python,
             timeout=self.timeout_s,
             cwd=os.path.dirname(os.path.abspath(self.path)),
+            nproc_per_node=self.ranks,
         )
 
 
@@ -212,6 +272,47 @@ def profile_arguments(arguments: Sequence[object]) -> tuple[str, int]:
             f'{PROFILE_CELL} takes {{"uri": "file:///…/train.py", "line": 0-based line}}'
         )
     return uri, line
+
+
+def show_arguments(arguments: Sequence[object]) -> tuple[str, dict[str, Any]]:
+    """`[{"uri": ..., "payload": {gpulens.profile/2}}]`, validated."""
+    values = [plain(a) for a in arguments]
+    found = values[0] if len(values) == 1 and isinstance(values[0], Mapping) else {}
+    uri, payload = found.get("uri"), found.get("payload")
+    if not isinstance(uri, str) or not isinstance(payload, Mapping):
+        raise JsonRpcInvalidParams(
+            f'{SHOW_PROFILE} takes {{"uri": "file:///…/train.py", "payload": a saved profile}}'
+        )
+    if not str(payload.get("schema", "")).startswith("gpulens.profile/") or not isinstance(
+        payload.get("lines"), list
+    ):
+        raise JsonRpcInvalidParams(
+            f"{SHOW_PROFILE}: the payload is not a gpulens profile (no gpulens.profile schema "
+            "and lines); save one with `gpulens profile FILE -o OUT --format json`"
+        )
+    return uri, dict(payload)
+
+
+def show_saved_profile(ls: Any, uri: str, payload: dict[str, Any]) -> dict[str, Any]:
+    """Draw a saved profile on the open document `uri`: its lines matched to the text by
+    content. Answers with the payload, worded as recorded; nothing runs."""
+    document = open_document(ls, uri)
+    if document is None:
+        raise JsonRpcInvalidParams(f"{SHOW_PROFILE}: {uri} is not open; open it first")
+    from gpulens.profiler.display import annotate
+    from gpulens.profiler.measured import place_lines
+
+    try:
+        annotate(payload, recorded=True)
+        placed = place_lines(payload, lines_of(document.source))
+    except (TypeError, ValueError, KeyError, AttributeError) as error:
+        raise JsonRpcInvalidParams(
+            f"{SHOW_PROFILE}: the payload's figures cannot be read ({error})"
+        ) from None
+    if placed:
+        ls.profiles.keep(uri, placed, payload, document.source)
+        _drawn_again(ls, uri)
+    return payload
 
 
 def uri_argument(arguments: Sequence[object]) -> str:
@@ -326,7 +427,12 @@ async def run_profile_command(ls: Any, uri: str, line: int) -> dict[str, Any]:
         settings = ls.settings.editor
         python = settings.profile_python and os.path.expanduser(settings.profile_python)
         label = cell_label(split_cells(text), line, name) if text is not None else name
-        request = ProfileRequest(path, text, line, python, settings.profile_timeout_seconds, label)
+        ranks = await _ranks_for(ls, path, text, line)
+        if ranks is not None:
+            label = f"{label} as {ranks} rank{'s' if ranks > 1 else ''}"
+        request = ProfileRequest(
+            path, text, line, python, settings.profile_timeout_seconds, label, ranks
+        )
         payload = await _profile(ls, request)
         if text is not None:
             _keep(ls, uri, text, payload)
@@ -342,6 +448,25 @@ _MESSAGE_TYPES = {
     "warning": types.MessageType.Warning,
     "error": types.MessageType.Error,
 }
+
+
+async def _ranks_for(ls: Any, path: str, text: str | None, line: int) -> int | None:
+    """How many ranks the cell runs as: None for a plain cell; for one whose setup calls
+    `init_process_group`, `gpulens.profile.ranks`, else one per GPU the server sees (at
+    least one), as `torchrun --nproc-per-node gpu` would start."""
+    if text is None:
+        try:
+            text = decode_source(Path(path).read_bytes(), path).text
+        except (OSError, SourceDecodeError):
+            return None  # the runner says why it cannot read it
+    if not sets_up_process_group(text, line + 1):
+        return None
+    chosen: int | None = ls.settings.editor.profile_ranks
+    if chosen is not None:
+        return chosen
+    loop = asyncio.get_running_loop()
+    status = await loop.run_in_executor(None, ls.status.source.snapshot)
+    return max(1, sum(1 for gpu in status.get("gpus") or [] if gpu.get("visible")))
 
 
 async def _profile(ls: Any, request: ProfileRequest) -> dict[str, Any]:
@@ -405,18 +530,16 @@ def _keep(ls: Any, uri: str, profiled: str, payload: dict[str, Any]) -> None:
     document = open_document(ls, uri)
     if document is None or not payload.get("lines"):
         return
-    profiles: Profiles = ls.profiles
-    profile = profiles.documents.setdefault(_key(uri), DocumentProfile())
-    source = payload.get("source") or {}
-    first = int(source.get("first_line") or 1) - 1
-    last = int(source.get("last_line") or first + 1) - 1
-    kept = {n: cost for n, cost in profile.lines.items() if not first <= n <= last}
     fresh = {int(cost["line"]) - 1: cost for cost in payload["lines"]}
     fresh = carry_over(lines_of(profiled), lines_of(document.source), fresh)
-    profile.lines = {**kept, **fresh}
-    profile.backend = payload.get("backend")
-    profile.text = document.source
+    ls.profiles.keep(uri, fresh, payload, document.source)
+    _drawn_again(ls, uri)
+
+
+def _drawn_again(ls: Any, uri: str) -> None:
+    """After the document's profiled lines changed: hints, lenses and diagnostics again."""
     refresh(ls)
+    ls.diagnostics.republish(uri)
 
 
 def refresh(ls: Any) -> None:
@@ -526,9 +649,15 @@ def register(server: GpulensServer) -> None:
 
     @server.command(CLEAR_PROFILE)
     def clear_profile(ls: Any, *arguments: object) -> dict[str, int]:
-        removed = ls.profiles.documents.pop(_key(uri_argument(arguments)), None)
-        refresh(ls)
+        uri = uri_argument(arguments)
+        removed = ls.profiles.cleared(uri)
+        _drawn_again(ls, uri)
         return {"cleared": 0 if removed is None else len(removed.lines)}
+
+    @server.command(SHOW_PROFILE)
+    def show_profile(ls: Any, *arguments: object) -> dict[str, Any]:
+        uri, payload = show_arguments(arguments)
+        return show_saved_profile(ls, uri, payload)
 
     @server.feature(types.TEXT_DOCUMENT_CODE_LENS)
     def on_code_lens(ls: Any, params: types.CodeLensParams) -> list[types.CodeLens]:

@@ -5,7 +5,8 @@ A keystroke changes the findings of one function; the others come back as the ve
 text and place are unchanged, so their positions in the client's units are too). Each
 finding's diagnostic is converted and serialized once and its JSON text reused: a 2 MB file
 has ~10,000 findings, which lsprotocol's converter took seconds to serialize per keystroke.
-The JSON is what `convert.finding_to_diagnostic` serialized by lsprotocol gives.
+The JSON is what `convert.finding_to_diagnostic` (`convert.merged_to_diagnostic` for a
+finding shown with a profile merged in) serialized by lsprotocol gives.
 """
 
 from __future__ import annotations
@@ -14,18 +15,26 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from gpulens.lsp.convert import SOURCE, LineIndex, severity_to_lsp
+from gpulens.analysis.model import Finding
+from gpulens.lsp.convert import MEASURED_SOURCE, SOURCE, LineIndex, severity_to_lsp
 
 if TYPE_CHECKING:
     from pygls.workspace.position_codec import PositionCodec
 
-    from gpulens.analysis.model import Finding
+    from gpulens.profiler.measured import Merged
 
 
-def diagnostic_json(finding: Finding, index: LineIndex) -> str:
-    """The JSON of ``finding``'s diagnostic (`convert.finding_to_diagnostic`)."""
+def diagnostic_json(finding: Finding, index: LineIndex, origin: str | None = None) -> str:
+    """The JSON of ``finding``'s diagnostic (`convert.finding_to_diagnostic`); of one a
+    profile found (``origin``: the `Merged` origin that says so),
+    `convert.merged_to_diagnostic`'s."""
     start = index.to_client(finding.span.line, finding.span.column)
     end = index.to_client(finding.span.end_line, finding.span.end_column)
+    # lets a client tell fixable findings apart without asking for code actions
+    data: dict[str, object] = {"fixable": any(fix.safe for fix in finding.fixes)}
+    source = SOURCE
+    if origin is not None:
+        source, data["origin"] = MEASURED_SOURCE, origin
     return json.dumps(
         {
             "range": {
@@ -35,9 +44,8 @@ def diagnostic_json(finding: Finding, index: LineIndex) -> str:
             "message": finding.message,
             "severity": severity_to_lsp(finding.severity).value,
             "code": finding.code,
-            "source": SOURCE,
-            # lets a client tell fixable findings apart without asking for code actions
-            "data": {"fixable": any(fix.safe for fix in finding.fixes)},
+            "source": source,
+            "data": data,
         }
     )
 
@@ -46,9 +54,10 @@ class PublishedDiagnostics:
     """The diagnostics of one document or notebook, kept from one publication to the next."""
 
     def __init__(self) -> None:
-        # id(finding) -> (the finding, kept alive so that its id is not reused; its JSON)
-        self._written: dict[int, tuple[Finding, str]] = {}
-        self._kept: dict[int, tuple[Finding, str]] = {}
+        # id(finding) -> (the finding, kept alive so that its id is not reused; the origin
+        # of one a profile found, else None; its JSON)
+        self._written: dict[int, tuple[Finding, str | None, str]] = {}
+        self._kept: dict[int, tuple[Finding, str | None, str]] = {}
         self._codec: PositionCodec | None = None
 
     def params_json(
@@ -56,23 +65,30 @@ class PublishedDiagnostics:
         uri: str,
         version: int | None,
         text: str,
-        findings: Sequence[Finding],
+        shown: Sequence[Finding | Merged],
         codec: PositionCodec,
     ) -> str:
-        """The params of the publication of ``findings`` for ``text`` as JSON text."""
+        """The params of the publication of ``shown`` for ``text`` as JSON text: findings as
+        the analysis found them, or as shown with a profile merged in."""
         if codec is not self._codec:  # another position encoding: nothing written holds
             self._written, self._codec = {}, codec
         written, kept = self._written, self._kept
         index: LineIndex | None = None
         parts = []
-        for finding in findings:
+        for item in shown:
+            origin: str | None = None
+            if isinstance(item, Finding):
+                finding = item
+            else:
+                finding = item.finding
+                origin = item.origin if item.from_profile else None
             entry = written.get(id(finding))
-            if entry is None or entry[0] is not finding:
+            if entry is None or entry[0] is not finding or entry[1] != origin:
                 if index is None:  # only for findings not written before
                     index = LineIndex(text, codec)
-                entry = (finding, diagnostic_json(finding, index))
+                entry = (finding, origin, diagnostic_json(finding, index, origin))
             kept[id(finding)] = entry
-            parts.append(entry[1])
+            parts.append(entry[2])
         # (a version of None is left out, as lsprotocol leaves out what is unset)
         head = json.dumps({"uri": uri} if version is None else {"uri": uri, "version": version})
         head = head[:-1]

@@ -15,6 +15,8 @@ from gpulens.device.intervals import MIN_INTERVAL_S as MIN_STATUS_INTERVAL_S
 from gpulens.profiler.timeouts import DEFAULT_TIMEOUT_S
 
 SECTION = "gpulens"
+# most processes `gpulens.profile.ranks` may start on one machine
+MAX_RANKS = 64
 
 _SEVERITIES = ["error", "warning", "info", "hint"]
 
@@ -73,6 +75,14 @@ SETTINGS: tuple[Setting, ...] = (
         {"type": "number", "exclusiveMinimum": 0},
         DEFAULT_TIMEOUT_S,
         "Stop a profiled cell after this many seconds (the lines that ran are still shown).",
+    ),
+    Setting(
+        "profile.ranks",
+        {"type": ["integer", "null"], "minimum": 1, "maximum": MAX_RANKS},
+        None,
+        "Processes a profiled cell runs as when it (or a cell above it) calls "
+        "init_process_group: the ranks of one torchrun job, profiled each and merged. "
+        "Unset: one per GPU the server sees.",
     ),
 )
 

@@ -28,6 +28,7 @@ from gpulens.lsp import (
     debug,
     diagnostics,
     hover,
+    measure_fix,
     notebooks,
     profiling,
     settings,
@@ -129,6 +130,7 @@ def build_server() -> GpulensServer:
     commands.register(server)
     status.register(server)
     profiling.register(server)
+    measure_fix.register(server)
     debug.register(server)
 
     @server.feature(types.INITIALIZE)

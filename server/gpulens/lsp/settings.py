@@ -33,7 +33,7 @@ from gpulens.analysis.config import (
     parse_severities,
 )
 from gpulens.analysis.model import Severity
-from gpulens.lsp.schema import DEFAULT_STATUS_INTERVAL_S, SECTION
+from gpulens.lsp.schema import DEFAULT_STATUS_INTERVAL_S, MAX_RANKS, SECTION
 from gpulens.lsp.trust import workspace_trust
 
 if TYPE_CHECKING:
@@ -61,6 +61,8 @@ class EditorSettings:
     severity: Mapping[str, Severity] = field(default_factory=lambda: MappingProxyType({}))
     profile_python: str | None = None
     profile_timeout_seconds: float | None = None
+    # ranks a cell that calls `init_process_group` runs as; None: one per visible GPU
+    profile_ranks: int | None = None
 
 
 def _flatten(raw: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -79,6 +81,17 @@ def _positive_number(value: object, what: str) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
         raise ConfigError(f"{what} must be a positive number of seconds, got {value!r}")
     return float(value)
+
+
+def _ranks(value: object) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_RANKS:
+        raise ConfigError(
+            f"gpulens.profile.ranks must be a whole number from 1 to {MAX_RANKS} (unset: one "
+            f"per GPU), got {value!r}"
+        )
+    return value
 
 
 def plain(value: object) -> object:
@@ -107,6 +120,7 @@ _PARSERS: dict[str, Callable[[Any], dict[str, Any]]] = {
         if v is None
         else _positive_number(v, "gpulens.profile.timeoutSeconds")
     },
+    "profile.ranks": lambda v: {"profile_ranks": _ranks(v)},
 }
 
 

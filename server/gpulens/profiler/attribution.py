@@ -18,7 +18,12 @@ Inputs (all times in ns on one clock):
   optionally ``main_tid``; ``placed`` (corr, start, line): calls already placed on their
   line while the cell ran, before the segments they fell in were dropped; ``by_stack``
   (corr, line): each call's line by its Python stack, for calls made before the segments
-  kept (a backend that only reports after the cell).
+  kept (a backend that only reports after the cell); the memory families
+  (``allocator``, ``allocator_before``, ``driver_memory``: see `memory`).
+
+Besides the records' tallies, each line gets its memory (`memory.attribute_memory`: None
+where no memory was recorded) and its own time and the GPU's idle time within it
+(`idle.idle_by_line`: None where the records carry no device times).
 """
 
 from __future__ import annotations
@@ -27,6 +32,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any, TypedDict
 
 from gpulens.profiler import schema
+from gpulens.profiler.idle import Idle, busy_intervals, idle_by_line
+from gpulens.profiler.memory import MemoryAttribution, attribute_memory
 from gpulens.profiler.schema import LineCost, kind_counts, new_line_cost
 from gpulens.profiler.timeline import (
     LineEvents,
@@ -48,6 +55,8 @@ class Attribution(TypedDict):
     devices: list[int]
     start: int
     end: int
+    memory: MemoryAttribution
+    idle: Idle | None
 
 
 class CallLines(TypedDict):
@@ -159,7 +168,7 @@ def attribute_records(events: LineEvents | Timeline, records: Mapping[str, Any])
                     if corr in dropped_corrs:
                         dropped[key] += 1
                 return None
-            return cost_of(line)
+            return costs.get(line) or cost_of(line)
 
         return place
 
@@ -174,6 +183,24 @@ def attribute_records(events: LineEvents | Timeline, records: Mapping[str, Any])
             if tid != main_tid and made_on is not None:
                 cost_of(made_on)["other_thread_calls"] += 1
 
+    kept_from = timeline.get("retained_from", start)
+    memory = attribute_memory(
+        records,
+        call_lines=corr_line,
+        segments=segments,
+        start=start,
+        end=end,
+        retained_from=kept_from,
+    )
+    for line, views in memory["lines"].items():
+        cost_of(line)["memory"] = views
+    busy = busy_intervals(records)
+    idle = None if busy is None else idle_by_line(segments, busy, start, end, kept_from)
+    for line, cost in costs.items():
+        cost.setdefault("memory", {view: {"alloc": 0, "free": 0} for view in memory["views"]})
+        cost["own_ns"] = None if idle is None else idle["own"].get(line, 0)
+        cost["gpu_idle_ns"] = None if idle is None else idle["idle"].get(line, 0)
+
     return Attribution(
         lines=[costs[line] for line in sorted(costs)],
         unattributed=unattributed,
@@ -183,4 +210,6 @@ def attribute_records(events: LineEvents | Timeline, records: Mapping[str, Any])
         devices=sorted(devices),
         start=start,
         end=end,
+        memory=memory,
+        idle=idle,
     )

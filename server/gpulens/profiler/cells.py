@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import re
 from dataclasses import dataclass
 
@@ -61,3 +62,27 @@ def cell_by_number(cells: list[Cell], number: int) -> Cell | None:
         if cell.index == number:
             return cell
     return None
+
+
+def sets_up_process_group(text: str, line: int) -> bool:
+    """Whether the code that runs to profile the cell holding 1-based `line` (every cell up to
+    it, as setup; the whole file where it has no markers) calls `init_process_group`: a
+    distributed job, which runs as ranks of torch's launcher or not at all. Read, never run;
+    a cell that does not parse is left out."""
+    cells = split_cells(text)
+    held = cell_at_line(cells, line)
+    upto = held.index if held is not None and len(cells) > 1 else len(cells) - 1
+    for cell in cells[: upto + 1]:
+        if cell.markdown or "init_process_group" not in cell.source:
+            continue
+        try:
+            tree = ast.parse(cell.source)
+        except (SyntaxError, ValueError):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call):
+                func = node.func
+                name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+                if name == "init_process_group":
+                    return True
+    return False

@@ -9,7 +9,9 @@ Talks to the runner over its three standard streams, so nothing touches the disk
   any user code runs, so what the cell prints joins its errors in the runner's output.
 
 Runs the setup chunks (preamble, earlier cells) plainly, then profiles the target chunk,
-each compiled with the file's name and real line numbers, in one `__main__` namespace.
+each compiled with the file's name and real line numbers, in one `__main__` namespace. A
+timed job (`"timed": true`, "Measure this fix") then runs the target once more, unprofiled,
+and adds its wall time to the payload as `timed` (`time_again`).
 Writes the payload whatever the cell does: raises, calls sys.exit, or is interrupted by the
 runner's SIGINT. Only os._exit and crashes leave no payload, and the runner reports those.
 Imports nothing but the standard library and gpulens.profiler, so any interpreter with the
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import builtins
 import datetime as dt
+import gc
 import json
 import os
 import signal
@@ -52,7 +55,12 @@ def run_job(
     ``on_attributed`` the attribution; ``quiet_signals`` are ignored once the cell is done,
     so a late stop cannot cut the payload short."""
     from gpulens.profiler.attribution import attribute_records
-    from gpulens.profiler.capture import describe_error, preloading, profile_code
+    from gpulens.profiler.capture import (
+        MEMORY_BY_DEFAULT,
+        describe_error,
+        preloading,
+        profile_code,
+    )
     from gpulens.profiler.cells import last_line_of
     from gpulens.profiler.report import build_payload, failed_payload
 
@@ -92,24 +100,32 @@ def run_job(
         )
     if preloaded is not None:
         preloaded.join()  # nothing of the profiler's runs beside the profiled cell
+    timed = bool(job.get("timed"))
     started = time.perf_counter()
-    # once the cell is done, a late SIGINT must not stop the payload being written
+    # once the cell is done, a late SIGINT must not stop the payload being written (a timed
+    # run stops listening after its second run instead)
     capture = profile_code(
         code,
         namespace,
         job.get("backend", "auto"),
-        after_cell=lambda: _ignore(quiet_signals),
+        after_cell=None if timed else lambda: _ignore(quiet_signals),
+        memory=job.get("memory", MEMORY_BY_DEFAULT),
     )
     wall = time.perf_counter() - started
+    second: dict[str, Any] | None = None
+    if timed:
+        second = time_again(code, namespace) if capture.error is None else None
+        _ignore(quiet_signals)
     if on_capture is not None:
         on_capture(capture)
+    attributing = time.perf_counter()
     attributed = attribute_records(capture.timeline, capture.records)
     if on_attributed is not None:
         on_attributed(attributed)
     timings: dict[str, float | None] = dict(capture.timings)
-    timings["attribute_s"] = time.perf_counter() - started - wall
+    timings["attribute_s"] = time.perf_counter() - attributing
     timings["peak_rss_bytes"] = peak_rss_bytes()
-    return build_payload(
+    payload = build_payload(
         attributed,
         source=source_info,
         backend=capture.backend,
@@ -121,6 +137,31 @@ def run_job(
         timings=timings,
         time=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
     )
+    if timed:
+        payload["timed"] = second
+    return payload
+
+
+def time_again(code: Any, namespace: dict[str, Any]) -> dict[str, Any]:
+    """The cell run once more, unprofiled: `{"wall_s", "error"}`, the wall time from its first
+    line until the GPU work it queued is done (`error`: how the run failed, else None).
+
+    The profiled run before it is its warm-up: the kernels the cell launches are loaded, the
+    libraries' handles and the allocator's pool made, the GPU's clocks up, so this run holds
+    only what the cell itself costs, without the profiler's per-launch costs either."""
+    from gpulens.profiler.capture import describe_error
+    from gpulens.profiler.gpu_sync import synchronize_gpus
+
+    synchronize_gpus()  # nothing of the profiled run is still queued
+    gc.collect()  # the profile's garbage is not collected inside the timed span
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # a stop interrupts this run
+    started = time.perf_counter()
+    try:
+        exec(code, namespace)
+        synchronize_gpus()
+    except BaseException as error:
+        return {"wall_s": None, "error": describe_error(error, code.co_filename)}
+    return {"wall_s": time.perf_counter() - started, "error": None}
 
 
 def _ignore(numbers: tuple[int, ...]) -> None:

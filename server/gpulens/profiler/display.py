@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+from dataclasses import dataclass, field
 from typing import Any
 
-from gpulens.profiler import schema
-from gpulens.profiler.hints import line_hints, pinned_bandwidth
+from gpulens.profiler import idle_display, memory_display, schema
+from gpulens.profiler.hints import idle_loop_hints, line_hints, pinned_bandwidth
 from gpulens.profiler.rank_display import (
     rank_notes,
     rank_table,
@@ -30,10 +31,43 @@ from gpulens.profiler.units import short_count, short_seconds
 
 # a kernel name longer than this is cut in the hover: C++ template names run to kilobytes
 KERNEL_NAME_CHARS = 80
+# what changes Markdown's rendering, escaped in plain text shown as Markdown
+_MARKDOWN_ESCAPES = str.maketrans({char: "\\" + char for char in "\\`*_[]<>|"})
 HEAT_DIGITS = 3
 # what `annotate` writes into each line for an editor to draw at it (the line's `hints` are
 # in its hover, and in the report's notes)
 LINE_FIELDS = ("label", "hover", "heat")
+
+
+@dataclass(frozen=True)
+class LineContext:
+    """What a line's words need to know of its cell: the memory peaks each line reached,
+    whether the cell made timed GPU work, the host's time on the cell's lines, and each
+    line's cost on the scale of the heat and the shares (GPU time where the cell made GPU
+    work, else host time: `basis`)."""
+
+    peaks: dict[int, list[tuple[str, dict[str, Any]]]] = field(default_factory=dict)
+    several_devices: bool = False
+    used_gpu: bool = False
+    cell_s: float = 0.0
+    basis: str = "host"
+    costs: dict[int, float] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, payload: dict[str, Any]) -> LineContext:
+        lines = payload.get("lines") or []
+        gpu = {line["line"]: device_seconds(line) for line in lines}
+        basis = "gpu" if any(seconds > 0 for seconds in gpu.values()) else "host"
+        return cls(
+            peaks=memory_display.peaks_by_line(payload),
+            several_devices=memory_display.several_devices(payload),
+            used_gpu=idle_display.used_gpu(payload),
+            cell_s=idle_display.cell_time(lines),
+            basis=basis,
+            costs=gpu
+            if basis == "gpu"
+            else {line["line"]: float(line.get("host_s") or 0) for line in lines},
+        )
 
 
 # -- one line -----------------------------------------------------------------------------------
@@ -46,13 +80,15 @@ def made_device_work(line: PayloadLine) -> bool:
     return any(kind.made_work(line) for kind in schema.RECORD_KINDS)
 
 
-def line_label(line: PayloadLine) -> str:
+def line_label(line: PayloadLine, context: LineContext | None = None) -> str:
     """The text drawn after a profiled line.
 
     GPU work: "1.4k kernels · 8.7 ms GPU · ↑400 MB 62 ms · ⏸200 2.2 ms" (each kind's part,
     in `RECORD_KINDS` order). A line that made no GPU work shows its host figures:
-    "200 hits · 51 ms host".
+    "200 hits · 51 ms host". Then its memory ("+1.1 GB mem · peak 1.1 GB") and, where the
+    GPU sat idle most of a line that took a part of the cell, "GPU idle 94%".
     """
+    context = context or LineContext()
     if not made_device_work(line):
         parts = [
             f"{plural(line.get('hits', 0), 'hit')}",
@@ -60,6 +96,10 @@ def line_label(line: PayloadLine) -> str:
         ]
     else:
         parts = [part for kind in schema.RECORD_KINDS for part in kind.label(line)]
+    parts += memory_display.label_parts(line, context.peaks.get(line.get("line", 0), []))
+    idle = idle_display.label_part(line, context.cell_s) if context.used_gpu else None
+    if idle:
+        parts.append(idle)
     ranks = spread_label(line)  # a job of several ranks: how far apart they were
     return " · ".join([*parts, ranks] if ranks else parts)
 
@@ -67,7 +107,7 @@ def line_label(line: PayloadLine) -> str:
 def markdown_text(text: str) -> str:
     """Plain text safe inside Markdown, tables too (kernel names hold `*`, `_`, `<` and `|`);
     only what would change the rendering is escaped, so plain-text clients stay readable."""
-    return "".join(f"\\{char}" if char in "\\`*_[]<>|" else char for char in text)
+    return text.translate(_MARKDOWN_ESCAPES)
 
 
 def _kernel_name(name: str) -> str:
@@ -77,9 +117,16 @@ def _kernel_name(name: str) -> str:
     return "`" + name.replace("`", "'").replace("|", "¦") + "`"
 
 
-def line_hover(line: PayloadLine, backend: str | None = None, share: str | None = None) -> str:
+def line_hover(
+    line: PayloadLine,
+    backend: str | None = None,
+    share: str | None = None,
+    context: LineContext | None = None,
+) -> str:
     """Markdown for the hover of a profiled line: runs and host time, each kind's figures,
-    the line's share of the cell, the top kernels in a table, then the line's hints."""
+    its memory and the GPU's idle time, the line's share of the cell, the top kernels in a
+    table, then the line's hints."""
+    context = context or LineContext()
     head = f"**gpulens profile** · line {line.get('line')}"
     if backend:
         head += f" · {markdown_text(backend)} backend"
@@ -88,6 +135,12 @@ def line_hover(line: PayloadLine, backend: str | None = None, share: str | None 
         f"{short_seconds(line.get('host_s', 0))} on the host"
     ]
     rows += [row for kind in schema.RECORD_KINDS for row in kind.hover(line)]
+    rows += memory_display.hover_rows(
+        line, context.peaks.get(line.get("line", 0), []), context.several_devices
+    )
+    idle = idle_display.hover_row(line) if context.used_gpu else None
+    if idle:
+        rows.append(idle)
     if share:
         rows.append(share)
     out = [head, ""] + [f"- {markdown_text(row)}" for row in rows]
@@ -107,35 +160,24 @@ def line_hover(line: PayloadLine, backend: str | None = None, share: str | None 
     return "\n".join(out)
 
 
-def heat_basis(lines: list[PayloadLine]) -> str:
-    """ "gpu" when the cell made GPU work, else "host": what the heat and the shares measure."""
-    return "gpu" if any(device_seconds(line) > 0 for line in lines) else "host"
-
-
-def _cost(line: PayloadLine, basis: str) -> float:
-    return device_seconds(line) if basis == "gpu" else float(line.get("host_s") or 0)
-
-
-def line_heats(lines: list[PayloadLine]) -> dict[int, float]:
+def line_heats(context: LineContext) -> dict[int, float]:
     """Each line's heat in [0, 1]: its cost over the costliest line's (the one scale every
     client tints by). The cost is GPU time when the cell used the GPU, else host time."""
-    basis = heat_basis(lines)
-    costs = {line["line"]: _cost(line, basis) for line in lines}
+    costs = context.costs
     top = max(costs.values(), default=0.0)
     return {n: round(cost / top, HEAT_DIGITS) if top > 0 else 0.0 for n, cost in costs.items()}
 
 
-def _shares(lines: list[PayloadLine]) -> dict[int, str]:
+def _shares(context: LineContext) -> dict[int, str]:
     """Each line's share of the cell's cost, in words for its hover."""
-    basis = heat_basis(lines)
-    total = sum(_cost(line, basis) for line in lines)
+    total = sum(context.costs.values())
     if total <= 0:
         return {}
-    what = "GPU time" if basis == "gpu" else "time on the host"
+    what = "GPU time" if context.basis == "gpu" else "time on the host"
     return {
-        line["line"]: f"{_cost(line, basis) / total:.0%} of the cell's {what}"
-        for line in lines
-        if _cost(line, basis) > 0
+        n: f"{cost / total:.0%} of the cell's {what}"
+        for n, cost in context.costs.items()
+        if cost > 0
     }
 
 
@@ -204,7 +246,9 @@ def _gpu_names(payload: dict[str, Any]) -> str:
     return ", ".join(names)
 
 
-def _gpu_total(payload: dict[str, Any]) -> float:
+def _gpu_total(payload: dict[str, Any], context: LineContext | None = None) -> float:
+    if context is not None:
+        return sum(context.costs.values()) if context.basis == "gpu" else 0.0
     return sum(device_seconds(line) for line in payload.get("lines") or [])
 
 
@@ -213,7 +257,7 @@ def _backend(payload: dict[str, Any]) -> str | None:
     return None if backend in (None, "none") else f"{backend} backend"
 
 
-def header(payload: dict[str, Any]) -> str:
+def header(payload: dict[str, Any], context: LineContext | None = None) -> str:
     """The first line of the report: what ran, where, how long."""
     source = payload.get("source") or {}
     where = run_name(payload)
@@ -228,17 +272,20 @@ def header(payload: dict[str, Any]) -> str:
     if ranks:
         parts.append(ranks)
     parts.append(f"{short_seconds(payload.get('wall_s') or 0)} wall")
-    gpu = _gpu_total(payload)
+    gpu = _gpu_total(payload, context)
     if gpu > 0:
         parts.append(f"{short_seconds(gpu)} on the GPU")
+    for extra in (idle_display.header_part(payload), memory_display.header_part(payload)):
+        if extra:
+            parts.append(extra)
     return " · ".join(parts)
 
 
-def summary(payload: dict[str, Any]) -> str:
+def summary(payload: dict[str, Any], context: LineContext | None = None) -> str:
     """One line for a status bar once a profile is in: "gpulens · cell 3 of train.py ·
     9.1 s wall · 25 ms on the GPU · cupti backend"."""
     parts = ["gpulens", run_name(payload), f"{short_seconds(payload.get('wall_s') or 0)} wall"]
-    gpu = _gpu_total(payload)
+    gpu = _gpu_total(payload, context)
     if gpu > 0:
         parts.append(f"{short_seconds(gpu)} on the GPU")
     backend = _backend(payload)
@@ -271,6 +318,10 @@ def notes(payload: dict[str, Any]) -> list[str]:
         out.append(
             "Not placed on any line: " + ", ".join(f"{short_count(v)} {k}" for k, v in lost.items())
         )
+    out += memory_display.notes(payload)
+    busy = idle_display.note(payload)
+    if busy:
+        out.append(busy)
     error = payload.get("error")
     if error:
         at = f" at line {error['line']}" if error.get("line") else ""
@@ -281,20 +332,43 @@ def notes(payload: dict[str, Any]) -> list[str]:
 
 
 # -- the table ----------------------------------------------------------------------------------
-def _gpu_work(line: PayloadLine) -> str:
-    return "\n".join(part for kind in schema.RECORD_KINDS for part in kind.cell(line))
+def _gpu_work(line: PayloadLine, context: LineContext) -> tuple[str, list[str]]:
+    """The GPU work cell, a row per part: each kind's, then the line's memory, then the
+    GPU's idle share where it sat idle most of the line; and the legends its parts need."""
+    parts: list[str] = []
+    legends: list[str] = []
+    for kind in schema.RECORD_KINDS:
+        rows = kind.cell(line)
+        if rows:
+            parts += rows
+            legends.append(kind.legend)
+    rows = memory_display.cell(line, context.peaks.get(line.get("line", 0), []))
+    if rows:
+        parts += rows
+        legends.append(memory_display.LEGEND)
+    idle = idle_display.label_part(line, context.cell_s) if context.used_gpu else None
+    if idle:
+        parts.append(idle)
+        legends.append(idle_display.LEGEND)
+    return "\n".join(parts), legends
 
 
-# (title, alignment, cell of a payload line) of every column between Line and Source
-_COLUMNS: tuple[tuple[str, str, Any], ...] = (
-    ("Hits", "right", lambda line: str(line.get("hits", 0))),
-    ("Host", "right", lambda line: short_seconds(line.get("host_s", 0))),
-    ("GPU work", "left", _gpu_work),
-    ("Ranks", "left", spread_cell),  # empty, so left out, but for a job of several ranks
+# (title, alignment) of every column between Line and Source
+_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("Hits", "right"),
+    ("Host", "right"),
+    ("GPU work", "left"),
+    ("Ranks", "left"),  # empty, so left out, but for a job of several ranks
+)
+# the legends under the table, in this order (a kind's own words need none: "")
+_LEGENDS = (
+    *(kind.legend for kind in schema.RECORD_KINDS),
+    memory_display.LEGEND,
+    idle_display.LEGEND,
 )
 
 
-def table(payload: dict[str, Any]) -> dict[str, Any]:
+def table(payload: dict[str, Any], context: LineContext | None = None) -> dict[str, Any]:
     """The per-line table: every line of the cell (or every profiled line when the payload
     carries no source), its runs, host time and GPU work, then its source. A column empty on
     every line is left out; GPU work of several kinds (or copies both ways) takes a row each
@@ -306,17 +380,22 @@ def table(payload: dict[str, Any]) -> dict[str, Any]:
         numbered = [(n, text.rstrip("\n")) for n, text in enumerate(code, start=first)]
     else:
         numbered = [(n, "") for n in sorted(by_line)]
-    cells = {
-        n: [cell(by_line[n]) if n in by_line else "" for _, _, cell in _COLUMNS]
-        for n, _ in numbered
-    }
+    context = context or LineContext.of(payload)
+    used: set[str] = set()
+    profiled: dict[int, list[str]] = {}
+    for n, line in by_line.items():
+        work, legends = _gpu_work(line, context)
+        used.update(legends)
+        profiled[n] = [
+            str(line.get("hits", 0)),
+            short_seconds(line.get("host_s", 0)),
+            work,
+            spread_cell(line),
+        ]
+    blank = [""] * len(_COLUMNS)
+    cells = {n: profiled.get(n, blank) for n, _ in numbered}
     kept = [i for i in range(len(_COLUMNS)) if any(row[i] for row in cells.values())]
-    heats = line_heats(list(by_line.values()))
-    shown = [
-        kind.legend
-        for kind in schema.RECORD_KINDS
-        if kind.legend and any(kind.cell(line) for line in by_line.values())
-    ]
+    heats = line_heats(context)
     return {
         "columns": [{"title": "Line", "align": "right"}]
         + [{"title": _COLUMNS[i][0], "align": _COLUMNS[i][1]} for i in kept]
@@ -329,13 +408,13 @@ def table(payload: dict[str, Any]) -> dict[str, Any]:
             }
             for n, text in numbered
         ],
-        "legend": " · ".join(shown),
+        "legend": " · ".join(legend for legend in _LEGENDS if legend and legend in used),
     }
 
 
 # -- all of it ----------------------------------------------------------------------------------
 def _from_v1(payload: dict[str, Any]) -> None:
-    """A `gpulens.profile/1` payload (saved before display strings were added), read as /2:
+    """A `gpulens.profile/1` payload (saved before display strings were added), read as /2.1:
     a notebook cell's `cell` was its execution count."""
     source = payload.get("source")
     if not str(payload.get("schema", "")).endswith("/1") or not isinstance(source, dict):
@@ -354,21 +433,26 @@ def annotate(payload: dict[str, Any], *, recorded: bool = False) -> dict[str, An
     payload["schema"] = SCHEMA
     lines: list[PayloadLine] = payload.setdefault("lines", [])
     pinned = pinned_bandwidth(lines)
-    heats = line_heats(lines)
-    shares = _shares(lines)
+    context = LineContext.of(payload)
+    heats = line_heats(context)
+    shares = _shares(context)
     backend = payload.get("backend")
+    loops = idle_loop_hints(payload)
+    on_gpu = any((line.get("collectives") or {}).get("count") for line in lines)
     for line in lines:
-        line["hints"] = line_hints(line, pinned)
-        line["label"] = line_label(line)
-        line["hover"] = line_hover(line, backend, shares.get(line["line"]))
+        line["hints"] = line_hints(line, pinned, on_gpu)
+        if line["line"] in loops:
+            line["hints"].append(loops[line["line"]])
+        line["label"] = line_label(line, context)
+        line["hover"] = line_hover(line, backend, shares.get(line["line"]), context)
         line["heat"] = heats.get(line["line"], 0.0)
     payload["display"] = {
-        "header": header(payload),
-        "summary": summary(payload),
+        "header": header(payload, context),
+        "summary": summary(payload, context),
         "recorded": recorded_label(payload) if recorded else None,
         "message": run_message(payload),
         "level": message_level(payload),
         "notes": notes(payload),
-        "table": table(payload),
+        "table": table(payload, context),
     }
     return payload

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import ast
 from typing import Any
 
-from gpulens.profiler.schema import KERNELS, SYNCS, TRANSFERS
+from gpulens.profiler.schema import KERNELS, RECORD_KINDS, SYNCS, TRANSFERS
 from gpulens.profiler.units import short_bytes, short_seconds
 
 # a pageable copy at least this large is worth pinning (below it, launch latency dominates)
@@ -22,15 +23,24 @@ SYNC_LOOP_SHARE = 0.9
 # more than once (a step of a loop), by at least STRAGGLER_MIN_S
 STRAGGLER_RATIO = 1.3
 STRAGGLER_MIN_S = 1e-3
+# "the GPU sat idle in this loop": a loop that made GPU work, took at least this share of
+# the time the host spent in the cell's lines (and at least IDLE_LOOP_MIN_S), during which
+# the GPU had no work at least IDLE_LOOP_SHARE of the time
+IDLE_LOOP_SHARE = 0.5
+IDLE_LOOP_CELL_SHARE = 0.1
+IDLE_LOOP_MIN_S = 1e-3
 _STRAGGLER_BASIS = {
     "gpu": "of GPU work (collectives less their waiting)",
     "host": "on the host (less its waits for the GPU)",
 }
 
 
-def line_hints(line: dict[str, Any], pinned_gbps: float | None) -> list[dict[str, str]]:
+def line_hints(
+    line: dict[str, Any], pinned_gbps: float | None, gpu_collectives: bool = False
+) -> list[dict[str, str]]:
     """Hints for one payload line; `pinned_gbps`: pinned copies' bandwidth
-    measured elsewhere in the same cell, quoted when known."""
+    measured elsewhere in the same cell, quoted when known; `gpu_collectives`: the job's
+    collectives ran on the GPU (NCCL), not on the CPU (gloo)."""
     found: list[dict[str, str]] = []
     pageable = line.get("pageable") or {}
     copies = sum(block.get("pageable", 0) for block in line.get(TRANSFERS.key, {}).values())
@@ -87,20 +97,34 @@ def line_hints(line: dict[str, Any], pinned_gbps: float | None) -> list[dict[str
                     "code": "GPU001",
                     "message": (
                         f"the host waits for the GPU {waits} times on this line ({stalled}), "
-                        "once per run: keep the value on the device (total += loss.detach()) "
-                        "and read it once after the loop (GPU001)"
+                        f"{per_run(waits, hits)}: keep what this line reads to the host "
+                        "(`.item()`, `.cpu()`, `print`, an `if` on a tensor) on the device and "
+                        "read it once after the loop (GPU001)"
                     ),
                 }
             )
-    straggler = straggler_hint(line)
+    straggler = straggler_hint(line, gpu_collectives)
     if straggler is not None:
         found.append(straggler)
     return found
 
 
-def straggler_hint(line: dict[str, Any]) -> dict[str, str] | None:
+def per_run(count: int, runs: int) -> str:
+    """How often a line did something, said truly: "once per run" only where it did so about
+    once each time it ran (a DDP forward line waits some 4 times per run, not once)."""
+    ratio = count / max(runs, 1)
+    if ratio < 0.95:
+        return "on most of its runs"
+    if ratio <= 1.05:
+        return "once per run"
+    return f"{ratio:.1f} times per run on average"
+
+
+def straggler_hint(line: dict[str, Any], gpu_collectives: bool = False) -> dict[str, str] | None:
     """A line of a job of several ranks where one rank takes much longer than the others:
-    they wait for it at their next collective. None for any other line."""
+    they wait for it at their next collective. None for any other line. Where the job's
+    collectives run on the CPU (gloo), a host-time straggler may be the rank that waited in
+    one: the message says so, and only then."""
     spread, figures = line.get("spread"), line.get("ranks") or []
     if not isinstance(spread, dict) or len(figures) < 2:
         return None
@@ -122,7 +146,7 @@ def straggler_hint(line: dict[str, Any]) -> dict[str, str] | None:
             + (
                 " (where this line is itself a collective run on the CPU, as gloo's are, the "
                 "rank named waited in it for the others instead)"
-                if spread.get("basis") == "host"
+                if spread.get("basis") == "host" and not gpu_collectives
                 else ""
             )
         ),
@@ -134,3 +158,55 @@ def pinned_bandwidth(lines: list[dict[str, Any]]) -> float | None:
     size = sum((line.get("pinned") or {}).get("bytes", 0) for line in lines)
     seconds = sum((line.get("pinned") or {}).get("s", 0) for line in lines)
     return size / seconds / 1e9 if size and seconds else None
+
+
+def loop_spans(code: list[str], first_line: int) -> list[tuple[int, int]]:
+    """(first, last) line of each `for` and `while` loop of the profiled code, numbered as
+    the payload numbers its lines; none where the code does not parse."""
+    try:
+        tree = ast.parse("\n".join(code))
+    except (SyntaxError, ValueError):
+        return []
+    shift = first_line - 1
+    return [
+        (node.lineno + shift, (node.end_lineno or node.lineno) + shift)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.For | ast.AsyncFor | ast.While)
+    ]
+
+
+def idle_loop_hints(payload: dict[str, Any]) -> dict[int, dict[str, str]]:
+    """Per loop where the GPU sat idle most of the time the host spent in it (the GPU
+    waiting for Python: launch-bound), a hint on the loop's first line. Where loops nest
+    and several qualify, the innermost: it is where the time goes."""
+    lines = [line for line in payload.get("lines") or [] if line.get("own_s") is not None]
+    total = sum(float(line["own_s"]) for line in lines)
+    if total <= 0:
+        return {}
+    source = payload.get("source") or {}
+    spans = loop_spans(payload.get("code") or [], int(source.get("first_line") or 1))
+    found: dict[tuple[int, int], tuple[float, float]] = {}
+    for first, last in spans:
+        inside = [line for line in lines if first <= line["line"] <= last]
+        own = sum(float(line["own_s"]) for line in inside)
+        idle = sum(float(line.get("gpu_idle_s") or 0) for line in inside)
+        made_work = any(kind.made_work(line) for line in inside for kind in RECORD_KINDS)
+        if (
+            made_work
+            and own >= max(IDLE_LOOP_MIN_S, IDLE_LOOP_CELL_SHARE * total)
+            and idle >= IDLE_LOOP_SHARE * own
+        ):
+            found[(first, last)] = (idle, own)
+    hints = {}
+    for (first, last), (idle, own) in found.items():
+        if any(a >= first and b <= last and (a, b) != (first, last) for a, b in found):
+            continue  # a loop inside it qualifies too
+        hints[first] = {
+            "code": "gpu-idle",
+            "message": (
+                f"the GPU was idle {idle / own:.0%} of this loop ({short_seconds(idle)} of "
+                f"{short_seconds(own)}): launch-bound; CUDA graphs, torch.compile or a larger "
+                "batch help"
+            ),
+        }
+    return hints

@@ -1,4 +1,4 @@
-"""The ranks of a distributed job, merged into one `gpulens.profile/2` payload. Pure.
+"""The ranks of a distributed job, merged into one `gpulens.profile/2.1` payload. Pure.
 
 Each rank's payload is made where it ran (`child.py`, one per rank); this adds them up line
 by line: a merged line's figures (hits, host time, each record kind) are the job's totals, and
@@ -175,6 +175,28 @@ def _figures_only(line: PayloadLine) -> PayloadLine:
     return {key: value for key, value in line.items() if key not in _WORDS and key != "line"}
 
 
+def merge_peaks(results: Sequence[RankResult]) -> dict[str, list[dict[str, Any]]] | None:
+    """Each rank's memory peaks, per view, each marked with its rank."""
+    merged: dict[str, list[dict[str, Any]]] = {}
+    for result in results:
+        for view, peaks in (result["payload"].get("peak") or {}).items():
+            merged.setdefault(view, []).extend(
+                {**peak, "rank": result["rank"]} for peak in peaks or []
+            )
+    return merged or None
+
+
+def merge_busy(payloads: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
+    """The ranks' GPU busy time, summed, and their busy shares' mean (each rank its GPU)."""
+    busy = [p["gpu_busy"] for p in payloads if isinstance(p.get("gpu_busy"), dict)]
+    if not busy:
+        return None
+    return {
+        "s": round(sum(float(b.get("s") or 0) for b in busy), DIGITS),
+        "share": round(statistics.mean(float(b.get("share") or 0) for b in busy), 4),
+    }
+
+
 def merge_ranks(
     results: Sequence[RankResult],
     *,
@@ -233,6 +255,8 @@ def merge_ranks(
             "code": code,
             "timings": {f"rank{r['rank']}": r["payload"].get("timings") or {} for r in results},
             "time": time,
+            "peak": merge_peaks(results),
+            "gpu_busy": merge_busy(payloads),
             "ranks": {
                 "world_size": world_size,
                 "reported": [r["rank"] for r in results],

@@ -55,8 +55,8 @@ _RANK_FILE = re.compile(r"^rank-(\d+)\.json$")
 # how long a removal of the run's folder is retried while ranks that were killed let go of it
 _REMOVE_FOR_S = 2.0
 NEEDS_TORCH = (
-    "--nproc-per-node launches the ranks with torch.distributed.run: install torch in "
-    "that interpreter, or point --python (gpulens.profile.python) at one that has it"
+    "the ranks of a distributed job are launched with torch.distributed.run: install torch "
+    "in that interpreter, or point gpulens.profile.python (--python) at one that has it"
 )
 
 

@@ -22,7 +22,7 @@ from gpulens.profiler.report import build_payload
 
 
 def replay(recording: dict[str, Any], name: str) -> dict[str, Any]:
-    """The `gpulens.profile/2` payload of a recording named ``name``: the whole file of a
+    """The `gpulens.profile/2.1` payload of a recording named ``name``: the whole file of a
     one-process script (lines from 1), or every rank of a job, merged."""
     if "ranks" in recording:
         return replay_job(recording)
@@ -61,7 +61,7 @@ def replay_rank(recording: dict[str, Any], rank: str) -> RankResult:
 
 
 def replay_job(recording: dict[str, Any]) -> dict[str, Any]:
-    """The merged `gpulens.profile/2` payload of every rank in the recording."""
+    """The merged `gpulens.profile/2.1` payload of every rank in the recording."""
     results = [replay_rank(recording, rank) for rank in sorted(recording["ranks"], key=int)]
     first = results[0]["payload"]
     return merge_ranks(

@@ -1,4 +1,4 @@
-"""The `gpulens.profile/2` payload, and its text and HTML renderings. Pure functions.
+"""The `gpulens.profile/2.1` payload, and its text and HTML renderings. Pure functions.
 
 The payload's figures come from the attribution, one block per record kind
 (`schema.RECORD_KINDS`); its words (labels, hovers, heat, the table) from
@@ -17,7 +17,7 @@ from gpulens.profiler import schema
 from gpulens.profiler.attribution import Attribution
 from gpulens.profiler.display import annotate
 from gpulens.profiler.schema import SCHEMA, LineCost, kind_counts, seconds
-from gpulens.profiler.units import short_count
+from gpulens.profiler.units import short_count, short_seconds
 
 # the text report is laid out for a terminal this wide: the source starts well inside it
 TEXT_WIDTH = 100
@@ -33,6 +33,22 @@ def _line_payload(cost: LineCost) -> dict[str, Any]:
     for kind in schema.RECORD_KINDS:
         line.update(kind.payload(cost))
     line["other_thread_calls"] = cost["other_thread_calls"]
+    views = cost.get("memory") or {}
+    line["memory"] = (
+        {
+            view: {
+                "alloc": tally["alloc"],
+                "free": tally["free"],
+                "net": tally["alloc"] - tally["free"],
+            }
+            for view, tally in views.items()
+        }
+        if views
+        else None
+    )
+    idle_ns, own_ns = cost.get("gpu_idle_ns"), cost.get("own_ns")
+    line["gpu_idle_s"] = None if idle_ns is None else seconds(idle_ns)
+    line["own_s"] = None if own_ns is None else seconds(own_ns)
     if len(cost["devices"]) > 1 or any(device != 0 for device in cost["devices"]):
         line["devices"] = [
             {
@@ -87,8 +103,30 @@ def build_payload(
             "code": code or [],
             "timings": dict(timings or {}),
             "time": time,
+            "peak": _peak_payload(attribution),
+            "gpu_busy": _busy_payload(attribution),
         }
     )
+
+
+def _peak_payload(attribution: Attribution) -> dict[str, Any] | None:
+    """Per memory view recorded, each GPU's peak (see `memory.Peak`); None: none recorded."""
+    memory = attribution.get("memory")
+    if not memory or not memory["views"]:
+        return None
+    return {
+        view: [dict(peak) for peak in memory["peaks"].get(view, [])] for view in memory["views"]
+    }
+
+
+def _busy_payload(attribution: Attribution) -> dict[str, Any] | None:
+    """The GPU's busy time over the cell and its share of the cell's time; None where the
+    records carry no device times."""
+    idle = attribution.get("idle")
+    if not idle:
+        return None
+    share = idle["busy_ns"] / idle["span_ns"] if idle["span_ns"] else 0.0
+    return {"s": seconds(idle["busy_ns"]), "share": round(min(1.0, share), 4)}
 
 
 def _timeline_warnings(attribution: Attribution) -> list[str]:
@@ -100,6 +138,21 @@ def _timeline_warnings(attribution: Attribution) -> list[str]:
             f"{short_count(dropped)} GPU record{'' if dropped == 1 else 's'} could not be "
             "placed on a line (counted as unattributed): the call was made early in a long "
             "cell, from a stretch of its line timeline dropped to keep memory flat"
+        )
+    memory = attribution.get("memory")
+    unplaced = sum((memory or {}).get("unplaced", {}).values())
+    if unplaced:
+        found.append(
+            f"{short_count(unplaced)} GPU memory record{'' if unplaced == 1 else 's'} could not "
+            "be placed on a line (made while the main thread ran none of the cell's lines, or "
+            "early in a long cell, from a stretch of its line timeline dropped)"
+        )
+    idle = attribution.get("idle")
+    if idle and idle["measured_from"] > attribution["start"]:
+        covered = seconds(attribution["end"] - idle["measured_from"])
+        found.append(
+            f"GPU idle time per line covers the last {short_seconds(covered)} of this long "
+            "cell: the line timeline before it was dropped to keep memory flat"
         )
     by_stack = attribution.get("by_stack", 0)
     if by_stack:
@@ -128,6 +181,8 @@ def failed_payload(
         "unattributed": kind_counts(),
         "error": {"type": error_type, "message": message, "line": None},
         "code": extra.pop("code", []),
+        "peak": None,
+        "gpu_busy": None,
     }
     payload.update(extra)
     return annotate(payload)

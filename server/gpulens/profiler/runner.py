@@ -5,7 +5,7 @@ so the user's interpreter needs only its own packages. It starts with a safe imp
 (`-P`: nothing is imported from the working directory) in its own process group, and gets
 its job and gives back its payload through pipes: nothing is written to disk.
 
-Whatever the cell does, the caller gets a `gpulens.profile/2` payload. On a timeout or a
+Whatever the cell does, the caller gets a `gpulens.profile/2.1` payload. On a timeout or a
 stop request (`StopRequest`: the CLI forwards SIGINT, SIGTERM and SIGHUP there; the language
 server interrupts or kills a `BackgroundProfile`) the child is interrupted (SIGINT, so the
 lines that ran are still reported), then killed with its process group if it does not stop
@@ -33,6 +33,7 @@ from typing import IO, Any
 
 from gpulens.analysis.encoding import SourceDecodeError, decode_source
 from gpulens.analysis.source import source_lines
+from gpulens.profiler.capture import MEMORY_BY_DEFAULT
 from gpulens.profiler.cells import Cell, cell_at_line, cell_by_number, last_line_of, split_cells
 from gpulens.profiler.display import annotate
 from gpulens.profiler.report import failed_payload
@@ -67,13 +68,16 @@ def plan_job(
     line: int | None = None,
     args: Sequence[str] = (),
     backend: str = "auto",
+    memory: str = MEMORY_BY_DEFAULT,
 ) -> dict[str, Any]:
-    """The child's job: setup chunks (preamble, cells before) and the target chunk."""
+    """The child's job: setup chunks (preamble, cells before) and the target chunk;
+    `memory`: the GPU memory views the profile records (`capture.MEMORY_CHOICES`)."""
     if cell is None and line is None:
         return {
             "path": path,
             "args": list(args),
             "backend": backend,
+            "memory": memory,
             "setup": [],
             "target": {"cell": None, "first_line": 1, "source": text},
         }
@@ -101,6 +105,7 @@ def plan_job(
         "path": path,
         "args": list(args),
         "backend": backend,
+        "memory": memory,
         "setup": setup,
         "target": {"cell": chosen.index, "first_line": chosen.first_line, "source": chosen.source},
     }
@@ -419,8 +424,13 @@ def run_profile(
     on_output: Callable[[bytes], None] | None = None,
     stop: StopRequest | None = None,
     nproc_per_node: int | None = None,
+    memory: str = MEMORY_BY_DEFAULT,
+    timed: bool = False,
 ) -> dict[str, Any]:
-    """Profiles `path` (or the cell `cell` / the cell holding `line`) in a subprocess.
+    """Profiles `path` (or the cell `cell` / the cell holding `line`) in a subprocess;
+    `memory`: the GPU memory views it records (`capture.MEMORY_CHOICES`); `timed`: the cell
+    then runs once more, unprofiled, its wall time in the payload's `timed` (see
+    `child.time_again`).
 
     `text` is the file's content when the caller has it (an editor's unsaved buffer);
     `cwd` the working directory to run it in (default: ours); `on_output` and `stop` as for
@@ -437,8 +447,18 @@ def run_profile(
             raise ProfileRequestError(f"cannot read {path}: {error.strerror or error}") from error
         except SourceDecodeError as error:
             raise ProfileRequestError(str(error)) from None
-    job = plan_job(os.path.abspath(path), text, cell=cell, line=line, args=args, backend=backend)
+    job = plan_job(
+        os.path.abspath(path),
+        text,
+        cell=cell,
+        line=line,
+        args=args,
+        backend=backend,
+        memory=memory,
+    )
     job["path"] = os.path.abspath(path)
+    if timed:
+        job["timed"] = True
     if nproc_per_node is not None:
         from gpulens.profiler.ranks import run_ranks
 

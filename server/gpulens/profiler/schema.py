@@ -1,4 +1,4 @@
-"""The `gpulens.profile/2` payload's record kinds, each defined once.
+"""The profile payload's version, and its record kinds, each defined once.
 
 A kind is one sort of GPU work a line can make: kernels, copies (per direction), memsets,
 host waits on the GPU. Each kind below says, in one place, which capture records it is
@@ -21,7 +21,11 @@ from typing import Any, ClassVar
 from gpulens.profiler.collectives import collective_names
 from gpulens.profiler.units import short_bytes, short_count, short_seconds
 
-SCHEMA = "gpulens.profile/2"
+# the profile payload's version, written by every producer (`report`, `merge`, `display`)
+# and checked by every consumer: the minor version grows with fields a reader of the same
+# major version may ignore (2.1: per line `memory`, `gpu_idle_s` and `own_s`; per cell
+# `peak` and `gpu_busy`)
+SCHEMA = "gpulens.profile/2.1"
 
 # a line of the attribution, while records are tallied: see `new_line_cost`
 LineCost = dict[str, Any]
@@ -158,6 +162,7 @@ class Kernels(RecordKind):
 
     def tally(self, family: Family, place: Place, devices: set[int], names: Sequence[str]) -> None:
         collectives = collective_names(names)  # NCCL's kernels are `Collectives`' records
+        key, count = self.key, len(names)
         for corr, begin, finish, device, name in rows(family, self.columns):
             devices.add(device)
             if name in collectives:
@@ -166,14 +171,16 @@ class Kernels(RecordKind):
             if cost is None:
                 continue
             ns = finish - begin
-            block = cost[self.key]
+            block = cost[key]
             block["count"] += 1
             block["ns"] += ns
-            label = names[name] if 0 <= name < len(names) else "?"
-            by_name = block["by_name"].setdefault(label, [0, 0])
+            label = names[name] if 0 <= name < count else "?"
+            by_name = block["by_name"].get(label)
+            if by_name is None:
+                by_name = block["by_name"][label] = [0, 0]
             by_name[0] += 1
             by_name[1] += ns
-            per_device = device_tally(cost, device)
+            per_device = cost["devices"].get(device) or device_tally(cost, device)
             per_device["kernels"] += 1
             per_device["kernel_ns"] += ns
 

@@ -27,6 +27,14 @@ def short_bytes(size: float) -> str:
     return _two_figures(size, ((1e3, " KB"), (1e6, " MB"), (1e9, " GB"), (1e12, " TB")))
 
 
+def memory_bytes(size: float) -> str:
+    """GPU memory in binary units, as the status bar and torch count it: 2**30 -> "1.0 GiB",
+    4_000_000 -> "3.8 MiB", 200 -> "200 B"."""
+    if size < 1000:
+        return f"{size:.0f} B"
+    return _two_figures(size, ((2**10, " KiB"), (2**20, " MiB"), (2**30, " GiB"), (2**40, " TiB")))
+
+
 def short_count(count: int) -> str:
     """1400 -> "1.4k", 200 -> "200", 12_345 -> "12k", 2_000_000 -> "2M"."""
     if count < 1000:

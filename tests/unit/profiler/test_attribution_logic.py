@@ -4,7 +4,7 @@ captures in test_attribution_recorded.py)."""
 from __future__ import annotations
 
 from gpulens.profiler.attribution import attribute_records, walk_timeline
-from gpulens.profiler.timeline import LINE, RETURN, START
+from gpulens.profiler.timeline import LINE, RETURN, START, walk_events
 
 MAIN, FUNC = 0, 1
 
@@ -107,3 +107,67 @@ def test_per_device_figures_when_several_gpus_ran() -> None:
     assert sorted(line5["devices"]) == [0, 1]
     assert line5["devices"][1]["kernels"] == 1
     assert result["devices"] == [0, 1]
+
+
+# -- memory and idle time on the same timeline ----------------------------------------------------
+# segments: line 5 [10, 21), line 2 [21, 30), line 3 [30, 40), line 5 [40, 50), line 6 [50, 60)
+
+
+def test_idle_time_is_each_lines_own_time_less_the_gpus_busy_time_in_it() -> None:
+    # two kernels on two GPUs, overlapping: the GPU is busy from 12 to 25
+    records = {
+        "api": api((1, 11), (2, 13)),
+        "kernels": {
+            "corr": [1, 2],
+            "start": [12, 14],
+            "end": [15, 25],
+            "device": [0, 1],
+            "name": [0, 0],
+        },
+        "names": ["k"],
+    }
+    result = attribute_records(TIMELINE, records)
+    own = {line["line"]: line["own_ns"] for line in result["lines"]}
+    idle = {line["line"]: line["gpu_idle_ns"] for line in result["lines"]}
+    assert own == {2: 9, 3: 10, 5: 21, 6: 10}
+    assert idle == {2: 5, 3: 10, 5: 12, 6: 10}
+    assert result["idle"] is not None and result["idle"]["busy_ns"] == 13
+
+
+def test_records_without_device_times_give_no_idle_time() -> None:
+    # torch.profiler's kernels: a duration from 0
+    records = {"api": api((1, 11)), "kernels": kernels((1, 0)), "names": ["k"]}
+    records["kernels"]["start"], records["kernels"]["end"] = [0], [10]
+    result = attribute_records(TIMELINE, records)
+    assert result["idle"] is None
+    assert all(line["gpu_idle_ns"] is None for line in result["lines"])
+
+
+def test_a_memory_record_takes_its_calls_line_where_the_call_spans_it_else_its_time() -> None:
+    timeline = walk_events(TIMELINE)
+    timeline["retained_from"] = 30  # segments before 30 dropped, as in a long cell
+    records = {
+        "api": api((1, 15), (7, 44)),
+        # call 1 was placed on its line before its segment was dropped
+        "placed": {"corr": [1], "start": [15], "line": [5]},
+        "driver_memory": {
+            "corr": [1, 0, 1, 7, 0],
+            "start": [15, 16, 35, 44, 55],
+            "bytes": [100, 50, 30, -100, 5],
+            "device": [0, 0, 0, 0, 0],
+        },
+    }
+    result = attribute_records(timeline, records)
+    memory = {line["line"]: line["memory"]["reserved"] for line in result["lines"]}
+    # 15: call 1's own record, on its line; 16: no call, made before the segments kept:
+    # unplaced; 35: names call 1 but long after it (a stale id): placed by its time; 44:
+    # call 7's; 55: by time
+    assert memory[5] == {"alloc": 100, "free": 100}
+    assert memory[3] == {"alloc": 30, "free": 0}
+    assert memory[6] == {"alloc": 5, "free": 0}
+    assert memory[2] == {"alloc": 0, "free": 0}
+    assert result["memory"]["unplaced"] == {"reserved": 1}
+    # 100, 150, 180 (the peak, on line 3), 80, 85; what was held before is not known
+    assert result["memory"]["peaks"] == {
+        "reserved": [{"device": 0, "bytes": None, "rise": 180, "line": 3}]
+    }

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from gpulens.profiler.attribution import attribute_records
 from gpulens.profiler.report import build_payload
 
@@ -128,3 +130,48 @@ def test_two_gpus_per_device_figures_and_the_peer_copy() -> None:
     # a copy between the two GPUs comes as CUPTI's peer-copy record: one 4 MB device copy
     peer = lines[line_with(source, "# peer")]["transfers"]["dtod"]
     assert (peer["count"], peer["bytes"]) == (1, 4_000_000)
+
+
+# -- the GPU's idle time, on the same recorded captures -------------------------------------------
+CUPTI_CAPTURES = ["small_copies", "big_copies", "item_sync_cupti", "train_step", "nested_function"]
+
+
+@pytest.mark.parametrize("name", CUPTI_CAPTURES)
+def test_each_lines_idle_time_is_part_of_its_own_time(name: str) -> None:
+    fixture = load_fixture(name)
+    attributed = attribute_records(fixture["events"], fixture["records"])
+    idle = attributed["idle"]
+    assert idle is not None
+    span = attributed["end"] - attributed["start"]
+    assert sum(idle["own"].values()) <= span
+    assert 0 < idle["busy_ns"] <= span
+    for cost in attributed["lines"]:
+        assert 0 <= cost["gpu_idle_ns"] <= cost["own_ns"] <= cost["host_ns"]
+
+
+def test_a_line_whose_copy_runs_while_it_waits_leaves_the_gpu_busy() -> None:
+    # each pageable copy runs while its line waits for it: the GPU is busy nearly all of it
+    payload, lines, source = replay("big_copies")
+    for marker in ("# pageable", "# d2h"):
+        line = lines[line_with(source, marker)]
+        assert line["gpu_idle_s"] <= 0.1 * line["own_s"], marker
+    assert payload["gpu_busy"]["share"] > 0.9
+
+
+def test_a_launch_bound_training_loop_gets_the_idle_hint_on_its_for_line() -> None:
+    payload, lines, source = replay("train_step")
+    loop = lines[line_with(source, "for step")]
+    (hint,) = [h for h in loop["hints"] if h["code"] == "gpu-idle"]
+    assert "launch-bound; CUDA graphs, torch.compile or a larger batch help" in hint["message"]
+    assert payload["gpu_busy"]["share"] < 0.2  # 3.8 ms of GPU work in a 63 ms cell
+    assert f"line {loop['line']}: the GPU was idle" in " ".join(payload["display"]["notes"])
+
+
+def test_torch_profiler_records_give_no_idle_time() -> None:
+    # its kernels carry durations only: no idle time rather than a wrong one
+    payload, lines, _ = replay("train_step_torch")
+    assert payload["gpu_busy"] is None
+    assert all(line["gpu_idle_s"] is None and line["own_s"] is None for line in lines.values())
+    titles = [column["title"] for column in payload["display"]["table"]["columns"]]
+    assert "Idle" not in titles
+    assert all("idle" not in line["label"] for line in lines.values())

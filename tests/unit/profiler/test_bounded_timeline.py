@@ -170,7 +170,25 @@ def test_recorded_captures_with_old_segments_dropped_attribute_exactly(name: str
     bounded = walker.finish(events["end"])
     assert drops and bounded["retained_from"] > bounded["start"]
     got = attribute_records(bounded, {**records, "placed": placed_columns(placed)})
-    assert got["lines"] == expected["lines"]
+    # the lines' own time and GPU idle time are measured over the segments kept only; torch's
+    # allocator events carry no call to join (they are placed by time, read after the cell),
+    # so those made in the segments dropped are counted as unplaced, never put on a line
+    timed = ("own_ns", "gpu_idle_ns", "memory")
+    assert [{k: v for k, v in line.items() if k not in timed} for line in got["lines"]] == [
+        {k: v for k, v in line.items() if k not in timed} for line in expected["lines"]
+    ]
+    by_time = records.get("allocator", {}).get("start", [])
+    early = sum(events["start"] <= t < bounded["retained_from"] for t in by_time)
+    for view in expected["memory"]["views"]:
+        gone = early if view == "allocated" else 0
+        assert got["memory"]["unplaced"][view] == expected["memory"]["unplaced"][view] + gone
+        for line, want in zip(got["lines"], expected["lines"], strict=True):
+            if want["memory"] is not None and not gone:
+                assert line["memory"][view] == want["memory"][view]
+    if expected["idle"] is not None:
+        assert got["idle"] is not None
+        assert got["idle"]["measured_from"] == bounded["retained_from"]
+        assert sum(got["idle"]["own"].values()) < sum(expected["idle"]["own"].values())
     assert got["unattributed"] == expected["unattributed"]
     assert sum(got["dropped"].values()) == 0
 

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from gpulens.profiler.cells import cell_at_line, cell_by_number, split_cells
+from gpulens.profiler.cells import cell_at_line, cell_by_number, sets_up_process_group, split_cells
 
 TEXT = """import os
 x = 1
@@ -49,3 +49,36 @@ def test_form_feed_does_not_shift_cell_lines() -> None:
     cells = split_cells(text)
     # the form feed is no line end for Python: the second marker stands on line 5
     assert [(c.index, c.first_line) for c in cells] == [(0, 1), (1, 2), (2, 5)]
+
+
+# --- a distributed job: which cells run as ranks ------------------------------------------------
+
+DDP_SCRIPT = """\
+import torch.distributed as dist
+# %%
+dist.init_process_group("nccl")
+# %%
+x = 1
+# %% [markdown]
+# init_process_group("gloo") in prose is not a call
+"""
+
+
+def test_a_cell_after_the_process_group_setup_runs_as_ranks() -> None:
+    assert sets_up_process_group(DDP_SCRIPT, 3)  # the setup cell itself
+    assert sets_up_process_group(DDP_SCRIPT, 5)  # a cell after it: the setup runs first
+    assert not sets_up_process_group(DDP_SCRIPT, 1)  # the preamble runs alone
+
+
+def test_only_a_call_counts_and_only_in_cells_that_run() -> None:
+    mentions = '# %%\nname = "init_process_group"\n# init_process_group() later\n'
+    assert not sets_up_process_group(mentions, 2)
+    later = "# %%\nx = 1\n# %%\nimport torch\ntorch.distributed.init_process_group('gloo')\n"
+    assert not sets_up_process_group(later, 2)  # set up in a cell below the profiled one
+    assert sets_up_process_group(later, 4)
+
+
+def test_a_file_without_markers_is_one_program_and_a_broken_cell_is_skipped() -> None:
+    assert sets_up_process_group("import os\n\ninit_process_group(backend='gloo')\n", 1)
+    broken = "# %%\ninit_process_group(\n# %%\nx = 1\n"
+    assert not sets_up_process_group(broken, 4)

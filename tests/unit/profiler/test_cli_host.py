@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from gpulens.profiler.schema import SCHEMA
+
 SCRIPT = textwrap.dedent(
     """\
     import sys
@@ -64,7 +66,7 @@ def by_line(payload: dict) -> dict[int, dict]:
 def test_cell_with_nested_function_and_loop(tmp_path: Path) -> None:
     code, payload, _ = run_cli(tmp_path, "pass", "--cell", "1", "--", "a", "b")
     assert code == 0
-    assert payload["schema"] == "gpulens.profile/2"
+    assert payload["schema"] == SCHEMA
     assert payload["backend"] == "host"
     assert payload["source"]["cell"] == 1 and payload["source"]["first_line"] == 3
     lines = by_line(payload)
@@ -120,6 +122,20 @@ def test_missing_cell_is_a_usage_error(tmp_path: Path) -> None:
     code, payload, stderr = run_cli(tmp_path, "pass", "--cell", "7")
     assert code == 2 and not payload
     assert "has no cell 7" in stderr
+
+
+def test_memory_views_are_chosen_by_name(tmp_path: Path) -> None:
+    """`--memory off|reserved|all` (`--no-memory` is `off`); another name is a usage error
+    that lists the choices, and nothing runs."""
+    for option in (["--memory", "all"], ["--memory", "off"], ["--no-memory"]):
+        code, payload, stderr = run_cli(tmp_path, "pass", "--cell", "2", *option)
+        assert code == 0, stderr
+        assert payload["lines"]
+    wrong = tmp_path / "wrong"
+    wrong.mkdir()
+    code, payload, stderr = run_cli(wrong, "print('ran')", "--cell", "2", "--memory", "most")
+    assert code == 2 and not payload
+    assert "--memory" in stderr and "'reserved', 'all'" in stderr
 
 
 @pytest.mark.parametrize("fmt", ["text", "html"])

@@ -137,6 +137,41 @@ def test_the_report_is_readable_in_100_columns(name: str, payload: dict[str, Any
         assert any(row["cells"][i] for row in table["rows"]), (name, column)
 
 
+def test_the_widest_figures_of_every_column_leave_the_source_in_place() -> None:
+    """A line run a million times, with the widest GPU work parts, a memory change that
+    reached the peak and its idle share: the source still starts by column 60 (memory and
+    idle take rows of the GPU work cell, not columns of their own)."""
+    line = {
+        "line": 1,
+        "hits": 1_000_000,
+        "host_s": 0.125,
+        "kernels": {"count": 1400, "gpu_s": 0.0087, "top": []},
+        "memsets": {"count": 1400, "bytes": 4096, "s": 0.0087},
+        "memory": {"allocated": {"alloc": 2**34, "free": 0, "net": 2**34}},
+        "own_s": 0.125,
+        "gpu_idle_s": 0.125,
+    }
+    payload = annotate(
+        {
+            "source": {"path": "a.py"},
+            "lines": [line],
+            "code": ["y = x * 2"],
+            "peak": {"allocated": [{"device": 0, "bytes": 2**34, "rise": 2**34, "line": 1}]},
+            "gpu_busy": {"s": 0.0087, "share": 0.07},
+        }
+    )
+    (row,) = payload["display"]["table"]["rows"]
+    assert row["cells"][3].split("\n") == [
+        "1.4k kernels 8.7 ms",
+        "1.4k memsets 8.7 ms",
+        "+16 GiB mem",
+        "▲ peak 16 GiB",
+        "GPU idle 100%",
+    ]
+    report = render_text(payload).splitlines()
+    assert source_column(report) <= SOURCE_STARTS_BY
+
+
 def test_a_host_run_shows_no_gpu_column() -> None:
     lines = [{"line": 1, "hits": 3, "host_s": 0.5}]
     payload = annotate({"source": {"path": "a.py"}, "lines": lines, "code": ["x = 1"]})
@@ -151,7 +186,8 @@ def test_gpu_work_of_several_kinds_takes_a_row_each_under_its_line() -> None:
     start = source_column(report)
     row = next(r for r in payload["display"]["table"]["rows"] if "# item" in r["cells"][-1])
     parts = row["cells"][3].split("\n")
-    assert [part.split()[0][0] for part in parts] == ["1", "↓", "⏸"]  # kernels, copies, waits
+    # kernels, copies, waits, and the GPU idle most of the line
+    assert [part.split()[0][0] for part in parts] == ["1", "↓", "⏸", "G"]
     at = next(i for i, text in enumerate(report) if text[start:] == row["cells"][-1])
     for depth, part in enumerate(parts):
         assert part in report[at + depth][:start]

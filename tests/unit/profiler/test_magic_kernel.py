@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 
+from gpulens.profiler.schema import SCHEMA
+
 jupyter_client = pytest.importorskip("jupyter_client")
 pytest.importorskip("ipykernel")
 
@@ -76,7 +78,7 @@ def test_magic_profiles_a_cell_with_the_kernel_state(kernel: Any) -> None:
     (data,) = bundles
     assert set(data) >= {MIME, "text/html", "text/plain"}
     payload = data[MIME]
-    assert payload["schema"] == "gpulens.profile/2"
+    assert payload["schema"] == SCHEMA
     assert payload["source"]["first_line"] == 2  # cell line 1 is the magic itself
     lines = {line["line"]: line for line in payload["lines"]}
     assert lines[3]["hits"] == 4  # f's body, once per call
@@ -157,3 +159,19 @@ def test_the_header_names_the_cell_by_its_place_or_by_its_run(kernel: Any) -> No
     msg_id = kernel.execute("%%gpulens --cell 0\nx = 3")
     status, _, _, reply = execute_reply(kernel, msg_id)
     assert status == "error" and reply["ename"] == "UsageError" and "--cell" in reply["evalue"]
+
+
+def test_memory_views_are_an_option_of_the_magic(kernel: Any) -> None:
+    """`--memory off|reserved|all` (and `--no-memory`, which is `off`) choose the GPU memory
+    views; another name stops the cell with a usage error that lists them."""
+    execute(kernel, "%load_ext gpulens")
+    for option in ("--no-memory", "--memory off", "--memory all"):
+        status, bundles, _ = execute(kernel, f"%%gpulens --backend host {option}\nx = 5")
+        assert status == "ok", option
+        payload = bundles[0][MIME]
+        assert payload["peak"] is None and payload["lines"][0]["memory"] is None
+    msg_id = kernel.execute("%%gpulens --memory most\nx = 6")
+    status, _, _, reply = execute_reply(kernel, msg_id)
+    assert status == "error" and reply["ename"] == "UsageError"
+    assert "--memory" in reply["evalue"] and "reserved" in reply["evalue"]
+    assert "the cell did not run" in reply["evalue"]

@@ -79,18 +79,18 @@ def check_cpu_then_moved(node: ast.Call, ctx: Context) -> None:
         value = ctx.scope.lookup(source.id)
         if value is None or value.kind is not Kind.CPU_TENSOR:
             return
-        factory = value.origin
-        if not isinstance(factory, ast.Call) or not is_cpu_factory(factory, ctx):
+        made = value.origin
+        if not isinstance(made, ast.Call) or not is_cpu_factory(made, ctx):
             return
-        if not _untouched_since(source.id, factory, ctx):
+        if not _untouched_since(source.id, made, ctx):
             return  # filled or read on the host in between: the copy may be the point
         ctx.report(
             CPU_THEN_MOVED,
             node,
-            f"`{source.id}` is made in host memory by `{shown(ctx, factory)}` above, then "
-            "copied to the GPU here. Pass `device=` to the factory so the GPU creates it in "
+            f"`{source.id}` is made in host memory by `{shown(ctx, made)}` above, then "
+            "copied to the GPU here. Pass `device=` to the made so the GPU creates it in "
             "place: no host allocation, no transfer.",
-            _named_fix(node, source.id, factory, device, ctx),
+            _named_fix(node, source.id, made, device, ctx),
         )
 
 
@@ -138,8 +138,9 @@ def _device_text(node: ast.Call, ctx: Context) -> str | None:
     if func.attr == "cuda":
         if not node.args and not node.keywords:
             return ctx.device_variable() or '"cuda"'
-        if len(node.args) == 1 and isinstance(node.args[0], ast.Constant) and not node.keywords:
-            return f'"cuda:{node.args[0].value}"'
+        index = node.args[0] if len(node.args) == 1 and not node.keywords else None
+        if isinstance(index, ast.Constant) and isinstance(index.value, int):
+            return f'"cuda:{index.value}"'
         return None
     if len(node.args) == 1 and not node.keywords:
         argument = node.args[0]

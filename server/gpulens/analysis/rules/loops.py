@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import ast
+import builtins
 
-from gpulens.analysis.context import Context
+from gpulens.analysis import frameworks as fw
+from gpulens.analysis.context import Context, Loop
 from gpulens.analysis.model import Severity
 from gpulens.analysis.rules.common import shown
 from gpulens.analysis.rules.registry import checks, rule
@@ -21,7 +23,8 @@ element (`x[i] * 2`, `y[i] = v`) is a kernel launch of its own, doing a few byte
 and reading an element's value (`float(x[i])`, `if x[i] > 0:`) copies it to the host and
 waits for the GPU. A loop over a million elements makes millions of launches where one
 operation on the whole array would make one. (A loop that runs a model or a function per
-element, such as a sampler's steps over its schedule, is a sequence of steps: no finding.)
+element, such as a sampler's steps over its schedule, a filter per sigma or a solve per label,
+is a sequence of steps; one that writes a chunk per pass works chunk by chunk: no finding.)
 
 **Bad:**
 ```python
@@ -81,6 +84,54 @@ def _runs_a_model(body: Body, ctx: Context) -> bool:
 
 
 _STEP_CALLEES = (Kind.GPU_MODULE, Kind.MODULE, Kind.GPU, Kind.FUNCTION)
+# libraries whose functions each run a whole-array algorithm (a filter, a solve, a transform)
+_BUILTINS = frozenset(dir(builtins))
+_FROM_HOST_DATA = fw.TORCH_DATA_FACTORIES | fw.CUPY_TO_DEVICE
+_WHOLE_ARRAY_LIBRARIES = ("cupyx.scipy.", "scipy.", "cucim.", "skimage.")
+
+
+def _strided(loop: Loop) -> bool:
+    """A loop over the starts of chunks: `for start in range(0, n, chunk_size)`."""
+    match loop.node:
+        case ast.For(iter=ast.Call(func=ast.Name(id="range"), args=[_, _, _])):
+            return True
+    return False
+
+
+def _element_index(index: ast.expr, targets: frozenset[str]) -> bool:
+    """Whether a loop's names pick single positions in ``index``: `x[i]`, `x[:, i]`; not
+    `x[start:end]`, where each iteration writes a whole chunk."""
+    pending: list[ast.AST] = [index]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, ast.Slice):
+            continue
+        if isinstance(node, ast.Name) and node.id in targets:
+            return True
+        pending.extend(ast.iter_child_nodes(node))
+    return False
+
+
+def _whole_operation(value: ast.expr, ctx: Context) -> bool:
+    """A value computed per iteration by a whole-array algorithm: a function of the file, a
+    function the code was handed or imported from its own package (`gaussian(image, s)`,
+    `denoise(image)`), or a SciPy-like library's (`ndi.binary_erosion(u)`); or an array
+    built from host data. Writing it is one step per iteration, not one element's arithmetic."""
+    for node in ast.walk(value):
+        if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Name | ast.Attribute):
+            continue
+        name = ctx.qualname(node.func)
+        if name is not None:
+            # (an array built from host data is a copy, GPU002's concern, not arithmetic)
+            if name.startswith(_WHOLE_ARRAY_LIBRARIES) or name in _FROM_HOST_DATA:
+                return True
+            continue
+        if not isinstance(node.func, ast.Name) or node.func.id in _BUILTINS:
+            continue
+        callee = ctx.value(node.func)
+        if callee is None or callee.kind is Kind.FUNCTION:
+            return True
+    return False
 
 
 @checks(ast.Assign, ast.AugAssign)
@@ -92,7 +143,15 @@ def check_element_write(node: ast.Assign | ast.AugAssign, ctx: Context) -> None:
     for target in targets:
         if not isinstance(target, ast.Subscript):
             continue
-        if not (names_in(target.slice) & loop.targets) or not ctx.on_gpu(target.value):
+        if not (names_in(target.slice) & loop.targets):
+            continue
+        if _strided(loop) and not _element_index(target.slice, loop.targets):
+            continue  # `for start in range(0, n, chunk): x[start:end] += …`: chunk by chunk
+        held = ctx.value(target.value)
+        # a list or dict of tensors (`outputs[i] = …`, `losses[k] += v`) is no GPU array
+        if held is None or not held.array_on_gpu:
+            continue
+        if isinstance(node, ast.Assign) and _whole_operation(node.value, ctx):
             continue
         name = dotted_name(target.value) or shown(ctx, target.value)
         if f"write:{name}" in loop.reported:

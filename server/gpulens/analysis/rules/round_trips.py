@@ -52,6 +52,17 @@ def check_host_round_trip(node: ast.Call, ctx: Context) -> None:
     if name in fw.DEVICE_TO_HOST_CALLS and node.args and ctx.on_gpu(node.args[0]):
         _report_round_trip(node, ctx, loop.describe())
         return
+    if name in fw.DEVICE_TO_HOST_CALLS and node.args and ctx.value(node.args[0]) is None:
+        # nothing says where the array is, but the call is made for device arrays: a hint
+        ctx.report(
+            HOST_ROUND_TRIP,
+            node,
+            f"`{shown(ctx, node)}` copies the array to the host and waits for the GPU, on "
+            f"every iteration of {loop.describe()}, if the array is on the GPU, as the call "
+            "suggests. Keep the work on the device and convert once after the loop.",
+            severity=Severity.HINT,
+        )
+        return
     if isinstance(func, ast.Attribute) and func.attr in ("get", "copy_to_host") and not node.args:
         receiver = ctx.value(func.value)
         if receiver is not None and receiver.on_gpu and receiver.lib in ("cupy", "numba"):

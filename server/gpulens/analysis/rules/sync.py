@@ -8,12 +8,12 @@ from collections import Counter
 
 from gpulens.analysis import frameworks as fw
 from gpulens.analysis.context import Context, Loop
-from gpulens.analysis.guards import leaves_loop
+from gpulens.analysis.guards import device_test, leaves_loop
 from gpulens.analysis.model import Fix, Severity
 from gpulens.analysis.rules.common import after_loop, fix, replace, shown
 from gpulens.analysis.rules.registry import checks, rule
 from gpulens.analysis.rules.timing import in_timed_region
-from gpulens.analysis.symbols import Kind, Value, names_in
+from gpulens.analysis.symbols import Kind, Value, dotted_name, names_in
 
 SYNC_IN_LOOP = rule(
     "GPU001",
@@ -32,6 +32,8 @@ of it spent idle.
 A read that decides whether a loop stops (`if (tokens == eos).all(): break`), that hands
 each result out as it is made (`yield t.item()`), or that sits inside a region the program
 times is what the program means to do: it is reported as a hint, worded for what it does.
+So is a read of a value the file does not show on a GPU (`.cpu()` of a value it never
+placed, the inputs of a loss class): the hint says the wait happens if the value is there.
 
 **Bad:**
 ```python
@@ -93,6 +95,7 @@ def _report_sync(
     advice: str,
     subject: Value | None,
     fixes: tuple[Fix, ...] = (),
+    unsure: str = "as its use with the model the function is handed suggests",
 ) -> None:
     """Report ``what`` (a sentence start: "`x.item()` copies a GPU value to the host and
     waits for all queued GPU work") about the GPU value ``subject``: a warning, or a hint
@@ -129,8 +132,8 @@ def _report_sync(
             ctx.report(
                 SYNC_IN_LOOP,
                 node,
-                f"{what}, on every iteration of {where}, if the value is on the GPU, as its use "
-                f"with the model the function is handed suggests{advice}",
+                f"{what}, on every iteration of {where}, if the value is on the GPU, {unsure}"
+                f"{advice}",
                 severity=Severity.HINT,
             )
         case None:
@@ -156,11 +159,38 @@ def check_sync_call(node: ast.Call, ctx: Context) -> None:
                 advice=": the CPU stops feeding the GPU. Accumulate on the device "
                 "(`total += loss.detach()`) and read once after the loop, or every N steps.",
                 subject=receiver,
-                fixes=_accumulate_fixes(node, func.value, receiver, loop, ctx),  # type: ignore[arg-type]
+                fixes=_accumulate_fixes(node, func.value, receiver, loop, ctx),
+            )
+            return
+        if receiver is not None and receiver.kind is Kind.SCALER and func.attr == "get_scale":
+            _report_sync(
+                node,
+                f"`{shown(ctx, node)}` reads the scaler's scale, kept on the GPU, and waits for "
+                "all queued GPU work",
+                loop,
+                ctx,
+                advice=". To learn whether the optimizer step was skipped, compare the scale "
+                "every N steps, or keep the comparison on the device.",
+                subject=Value(Kind.GPU),
             )
             return
         if on_gpu and func.attr == "block_until_ready":
             _report_device_sync(node, loop, ctx)
+            return
+        if receiver is None and func.attr == "cpu" and not node.args and _may_be_data(func.value):
+            # nothing says where the value is, but `.cpu()` is only ever asked of a tensor
+            # that may be on a device: at most a hint
+            _report_sync(
+                node,
+                f"`{shown(ctx, node)}` copies the value to the host and waits for all queued "
+                "GPU work",
+                loop,
+                ctx,
+                advice=": the CPU stops feeding the GPU. Keep the values on the device and copy "
+                "them once after the loop (or once per batch).",
+                subject=Value(Kind.GPU, guessed=True),
+                unsure="as the call to `.cpu()` suggests",
+            )
             return
     name = ctx.qualname(func, through_calls=True)
     if name in fw.DEVICE_SYNC_CALLS:
@@ -168,6 +198,12 @@ def check_sync_call(node: ast.Call, ctx: Context) -> None:
         return
     if isinstance(func, ast.Name) and ctx.scope.lookup(func.id) is None:
         _check_builtin(node, func.id, loop, ctx)
+
+
+def _may_be_data(node: ast.expr) -> bool:
+    """Not a model or module (whose `.cpu()` moves parameters, not a value to read)."""
+    name = dotted_name(node)
+    return name is None or not fw.MODEL_NAME.search(name.rsplit(".", 1)[-1])
 
 
 def _check_builtin(node: ast.Call, builtin: str, loop: Loop, ctx: Context) -> None:
@@ -223,6 +259,8 @@ def check_formatted(node: ast.FormattedValue, ctx: Context) -> None:
 def check_truth_test(node: ast.If | ast.IfExp | ast.Assert, ctx: Context) -> None:
     loop = ctx.hot_loop
     test = node.test
+    if device_test(test) is False:
+        return  # `x.device.type == "cpu" and x.any()`: read only where it is on the CPU
     while isinstance(test, ast.BoolOp):
         test = test.values[-1]  # `if a or t == 0:` tests the last operand's truth too
     if loop is None or not _tests_an_array(test, ctx):
@@ -250,7 +288,9 @@ def _tests_an_array(test: ast.expr, ctx: Context) -> bool:
 def check_host_tensor_write(node: ast.Assign, ctx: Context) -> None:
     """`losses[k] = loss` into a tensor made on the host: a copy to the host and a wait."""
     loop = ctx.hot_loop
-    if loop is None or not ctx.on_gpu(node.value):
+    if loop is None or not any(isinstance(t, ast.Subscript) for t in node.targets):
+        return
+    if not ctx.on_gpu(node.value):
         return
     for target in node.targets:
         if not isinstance(target, ast.Subscript):
@@ -287,10 +327,10 @@ def check_while_test(node: ast.While, ctx: Context) -> None:
 @checks(ast.BoolOp)
 def check_bool_operands(node: ast.BoolOp, ctx: Context) -> None:
     loop = ctx.hot_loop
-    if loop is None:
+    if loop is None or device_test(node) is False:
         return
     for operand in node.values[:-1]:  # the last operand is returned, not tested
-        if ctx.on_gpu(operand):
+        if _tests_an_array(operand, ctx):  # (`kwargs or None` tests a dict, not an array)
             _report_bool(operand, loop, ctx)
             return
 

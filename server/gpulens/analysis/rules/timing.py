@@ -109,11 +109,11 @@ def check_clock(node: ast.Call, ctx: Context) -> None:
         return
     func = node.func
     receiver = ctx.value(func.value) if isinstance(func, ast.Attribute) else None
-    if receiver is not None and receiver.on_gpu:
-        if func.attr in fw.SYNC_METHODS or func.attr in ("block_until_ready", "get"):  # type: ignore[union-attr]
+    if receiver is not None and receiver.on_gpu and isinstance(func, ast.Attribute):
+        if func.attr in fw.SYNC_METHODS or func.attr in ("block_until_ready", "get"):
             _synced(interval, node, ctx)
             return
-        if func.attr in fw.HOST_RESULT_METHODS or func.attr in fw.MODULE_PARTS_METHODS:  # type: ignore[union-attr]
+        if func.attr in fw.HOST_RESULT_METHODS or func.attr in fw.MODULE_PARTS_METHODS:
             return  # `x.numel()`, `x.size(0)`: metadata, no GPU work queued
         interval.pending.add(receiver.lib)
         return

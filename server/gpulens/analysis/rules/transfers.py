@@ -9,7 +9,7 @@ from gpulens.analysis.context import Context
 from gpulens.analysis.model import Edit, Fix, Severity, Span
 from gpulens.analysis.rules.common import add_keyword, replace, shown
 from gpulens.analysis.rules.registry import checks, rule
-from gpulens.analysis.symbols import Kind, keyword, names_in, simple_name
+from gpulens.analysis.symbols import Kind, dotted_name, keyword, names_in, simple_name
 
 PER_ITEM_COPIES = rule(
     "GPU002",
@@ -72,7 +72,7 @@ def check_per_item_copy(node: ast.Call, ctx: Context) -> None:
     if loop.iterates is not None and loop.iterates.kind is Kind.GPU:
         return  # the items are on the device already
     copied = _host_to_device_source(node, ctx)
-    if copied is None or not (names_in(copied) & loop.targets):
+    if copied is None or not (names_in(copied) & loop.targets) or _field_of_iterated(copied, ctx):
         return
     ctx.report(
         PER_ITEM_COPIES,
@@ -82,6 +82,18 @@ def check_per_item_copy(node: ast.Call, ctx: Context) -> None:
         "host and copy it once.",
         _stack_then_copy_fix(node, copied, ctx),
     )
+
+
+def _field_of_iterated(copied: ast.expr, ctx: Context) -> bool:
+    """`for name in batch: batch[name].to(device)`: each field of a mapping, moved once."""
+    loop = ctx.loop
+    if loop is None or not isinstance(loop.node, ast.For | ast.AsyncFor):
+        return False
+    match copied:
+        case ast.Subscript(value=mapping, slice=ast.Name(id=key)) if key in loop.targets:
+            iterated = dotted_name(loop.node.iter)
+            return iterated is not None and iterated == dotted_name(mapping)
+    return False
 
 
 def _host_to_device_source(node: ast.Call, ctx: Context) -> ast.expr | None:

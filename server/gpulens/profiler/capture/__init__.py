@@ -19,9 +19,25 @@ from dataclasses import dataclass, field
 from types import CodeType
 from typing import Any, Protocol
 
+from gpulens.profiler.capture.clock import (
+    ClockScale,
+    rescale_events,
+    rescale_records,
+    rescale_timeline,
+    scale_between,
+)
+from gpulens.profiler.capture.clock import read as read_clock
 from gpulens.profiler.timeline import LineEvents, LineRecorder, Timeline
 
 BACKENDS = ("auto", "cupti", "torch", "host")
+# GPU memory per line, in the views a profile records: "reserved", the driver's (CUPTI's
+# memory records: any framework, the cupti backend) is recorded by default; "all" adds torch's
+# caching allocator's ("allocated", from its history: a few µs per allocation while the cell
+# runs and as much again to read and place, more than the launch-bound overhead target leaves,
+# see benchmarks/profiler_overhead.py and the README); "off" records none
+# (`gpulens profile --memory all|off`, `%%gpulens --memory ...`)
+MEMORY_CHOICES = ("off", "reserved", "all")
+MEMORY_BY_DEFAULT = "reserved"
 SETTRACE_WARNING = (
     "Python {version} has no sys.monitoring: lines were traced with sys.settrace, which "
     "runs a hook on every Python call of the main thread and slows call-heavy cells "
@@ -34,7 +50,12 @@ class Session(Protocol):
     (False: no record is placed by time, the line timeline needs no segments),
     `place_calls(segments, retained_from)` (place the calls recorded so far before old
     segments are dropped), `retained_from` (set before `finish`: calls made earlier than
-    this cannot be placed by time) and `filename` (the cell's file name)."""
+    this cannot be placed by time), `ticks_per_ns` (set before `finish`: the rate `clock`
+    ran at, measured over the cell) and `filename` (the cell's file name).
+
+    `clock` stamps the line events and every record `finish` returns (their `start` and
+    `end` columns); the capture moves them all onto Unix nanoseconds where it does not run
+    at one tick per nanosecond (`capture.clock`)."""
 
     name: str
     clock: Any
@@ -57,11 +78,16 @@ class Capture:
     # the exception the cell raised, for callers that re-raise it (never serialized)
     exception: BaseException | None = None
     recorder: LineRecorder | None = field(default=None, repr=False)
+    # the backend's clock onto Unix ns, where it did not run in nanoseconds
+    scale: ClockScale | None = None
 
     def line_events(self) -> LineEvents | None:
-        """The raw line events, for a test fixture; None for a cell long enough that they
-        were folded into the timeline as it ran."""
-        return self.recorder.events() if self.recorder is not None else None
+        """The raw line events (on the records' clock), for a test fixture; None for a cell
+        long enough that they were folded into the timeline as it ran."""
+        events = self.recorder.events() if self.recorder is not None else None
+        if events is None or self.scale is None:
+            return events
+        return rescale_events(events, self.scale)
 
 
 def cupti_holder() -> str | None:
@@ -78,10 +104,17 @@ def cupti_holder() -> str | None:
     return None
 
 
-def open_session(requested: str = "auto") -> tuple[Session, list[str]]:
-    """The session of the best usable backend, and why better ones were passed over."""
+def open_session(
+    requested: str = "auto", memory: str = MEMORY_BY_DEFAULT
+) -> tuple[Session, list[str]]:
+    """The session of the best usable backend, and why better ones were passed over;
+    `memory`: the GPU memory views it records too (one of `MEMORY_CHOICES`)."""
     if requested not in BACKENDS:
         raise ValueError(f"unknown backend {requested!r}; choose one of {', '.join(BACKENDS)}")
+    if memory not in MEMORY_CHOICES:
+        raise ValueError(
+            f"unknown memory views {memory!r}; choose one of {', '.join(MEMORY_CHOICES)}"
+        )
     warnings: list[str] = []
     holder = cupti_holder()
     if requested in ("auto", "cupti"):
@@ -97,7 +130,7 @@ def open_session(requested: str = "auto") -> tuple[Session, list[str]]:
             from gpulens.profiler.capture.cupti import CuptiSession, CuptiUnavailable
 
             try:
-                return CuptiSession(), warnings
+                return CuptiSession(memory=memory), warnings
             except CuptiUnavailable as error:
                 warnings.append(f"CUPTI backend unavailable: {error}")
         if requested == "auto":
@@ -111,7 +144,7 @@ def open_session(requested: str = "auto") -> tuple[Session, list[str]]:
             from gpulens.profiler.capture.torch import TorchSession, TorchUnavailable
 
             try:
-                session = TorchSession()
+                session = TorchSession(memory=memory)
                 warnings.append(
                     "torch.profiler backend: copy sizes are not reported; install "
                     "cupti-python (gpulens[cupti]) for them and for cheaper capture"
@@ -180,14 +213,16 @@ def profile_code(
     namespace: dict[str, Any],
     backend: str | Session = "auto",
     after_cell: Callable[[], None] | None = None,
+    memory: str = MEMORY_BY_DEFAULT,
 ) -> Capture:
-    """Runs `code` in `namespace` under a backend (a name, or a session to use as it is);
+    """Runs `code` in `namespace` under a backend (a name, or a session to use as it is;
+    `memory`: the GPU memory views a named one records too, one of `MEMORY_CHOICES`);
     the cell's exception, if any, is caught and described in `Capture.error` (and kept in
     `Capture.exception`). The backend and the line hooks are always released, also on
     KeyboardInterrupt. `after_cell` runs as soon as the cell's code is done (the child stops
     listening to SIGINT there)."""
     if isinstance(backend, str):
-        session, warnings = open_session(backend)
+        session, warnings = open_session(backend, memory)
     else:
         session, warnings = backend, []
     recorder = LineRecorder(
@@ -203,8 +238,10 @@ def profile_code(
     error: dict[str, Any] | None = None
     raised: BaseException | None = None
     records: dict[str, Any] = {}
+    scale: ClockScale | None = None
     began = time.perf_counter()
     started = ran = began
+    first = read_clock(session.clock)
     try:
         session.begin()
         started = time.perf_counter()
@@ -224,8 +261,14 @@ def profile_code(
             timeline = recorder.timeline()
             if hasattr(session, "retained_from"):
                 session.retained_from = timeline["retained_from"]
+            scale = scale_between(first, read_clock(session.clock))
+            if hasattr(session, "ticks_per_ns") and scale is not None:
+                session.ticks_per_ns = scale.ticks_per_ns
         finally:
             records = session.finish()
+    if scale is not None:
+        timeline = rescale_timeline(timeline, scale)
+        rescale_records(records, scale)
     finished = time.perf_counter()
     warnings.extend(session.warnings)
     warnings.extend(
@@ -244,6 +287,8 @@ def profile_code(
         timings["folds"] = recorder.folds
         timings["fold_s"] = recorder.fold_ns / 1e9
     timings.update(records.pop("_timings", {}))
+    if scale is not None:
+        timings["clock_ticks_per_ns"] = scale.ticks_per_ns
     return Capture(
         backend=session.name,
         timeline=timeline,
@@ -254,4 +299,5 @@ def profile_code(
         timings=timings,
         exception=raised,
         recorder=recorder,
+        scale=scale,
     )

@@ -13,6 +13,8 @@ import struct
 from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Any
 
+from gpulens.profiler.capture.memory import driver_memory_columns
+
 if TYPE_CHECKING:
     from gpulens.profiler.capture.cupti import CuptiSession
 
@@ -20,6 +22,9 @@ CUPTI_SUCCESS = 0
 # whether the stride walk matched CUPTI's own record cursor (checked once per process)
 _WALK_VERIFIED: list[bool] = []
 _KIND = struct.Struct("<I")
+# below this many values a Python set finds the distinct ones faster than numpy's unique
+# (20 values: 7 µs against 120; 40,000: 7.7 ms against 1.7)
+FEW_RECORDS = 512
 
 
 def _walk_by_size(
@@ -104,12 +109,34 @@ def _gatherer(
     return gather
 
 
+def _distinct(values: Any) -> list[int]:
+    """The distinct values of a numpy column, in order."""
+    import numpy as np
+
+    if len(values) < FEW_RECORDS:
+        return sorted(set(values.tolist()))
+    found: list[int] = np.unique(values).tolist()
+    return found
+
+
+def _indexed(values: Any) -> tuple[list[int], list[int]]:
+    """The distinct values of a numpy column, in order, and each value's index among them."""
+    import numpy as np
+
+    if len(values) < FEW_RECORDS:
+        distinct = sorted(set(values.tolist()))
+        where = {value: i for i, value in enumerate(distinct)}
+        return distinct, [where[value] for value in values.tolist()]
+    found, index = np.unique(values, return_inverse=True)
+    return found.tolist(), index.reshape(-1).tolist()
+
+
 def _api_columns(api: Any, tables: Any) -> dict[str, list[int]]:
     """The API records of the calls that make or wait for GPU work, as columns."""
     import numpy as np
 
     keys = api["kind"].astype(np.int64) << 32 | api["cbid"].astype(np.int64)
-    seen = np.unique(keys).tolist()
+    seen = _distinct(keys)
     tables.learn(seen)
     kept = [key for key in seen if key in tables.selected]
     if len(kept) < len(seen):
@@ -131,7 +158,6 @@ def decode_api_calls(buffers: list[bytes], session: CuptiSession) -> dict[str, l
 
 def decode_buffers(buffers: list[bytes], session: CuptiSession) -> dict[str, Any]:
     """Completed activity buffers -> plain columns per record family (see attribution)."""
-    import numpy as np
 
     if not buffers:
         return {}
@@ -140,15 +166,15 @@ def decode_buffers(buffers: list[bytes], session: CuptiSession) -> dict[str, Any
 
     out: dict[str, Any] = {"api": _api_columns(gather("api"), tables)}
     kernels = gather("kernels")
-    pointers, name_index = np.unique(kernels["name"], return_inverse=True)
-    out["names"] = [_read_name(int(p)) for p in pointers.tolist()]
+    pointers, name_index = _indexed(kernels["name"])
+    out["names"] = [_read_name(p) for p in pointers]
     out["kernels"] = {
         "corr": kernels["correlation_id"].tolist(),
         "start": kernels["start"].tolist(),
         "end": kernels["end"].tolist(),
         "device": kernels["device_id"].tolist(),
         "stream": kernels["stream_id"].tolist(),
-        "name": name_index.reshape(-1).tolist(),
+        "name": name_index,
     }
     copy_names, memory_names = tables.copy_names, tables.memory_names
     memcpy, peer = gather("memcpy"), gather("peer")
@@ -184,6 +210,21 @@ def decode_buffers(buffers: list[bytes], session: CuptiSession) -> dict[str, Any
         "end": syncs["end"].tolist(),
         "type": [sync_names.get(k, "unknown") for k in syncs["type"].tolist()],
     }
+    memory = gather("memory")
+    if len(memory):
+        fields = (
+            "correlation_id",
+            "timestamp",
+            "bytes",
+            "device_id",
+            "memory_kind",
+            "memory_operation_type",
+        )
+        out["driver_memory"] = driver_memory_columns(
+            {field: memory[field].tolist() for field in fields},
+            tables.memory_names,
+            tables.memory_signs,
+        )
     return out
 
 

@@ -21,6 +21,7 @@ import time
 from typing import Any
 
 from gpulens.profiler.capture.activity import CUPTI_SUCCESS, decode_api_calls, decode_buffers
+from gpulens.profiler.capture.memory import AllocatorHistory, operation_signs
 from gpulens.profiler.timeline import Segments, place_calls, placed_columns
 
 FLUSH_FORCED = 1
@@ -33,6 +34,9 @@ IDLE_BUFFERS_KEPT = 4
 # API calls that make or wait for GPU work: the only API records kept. Keeping the others
 # (cudaGetDevice, cudaMalloc, cuCtxGetCurrent, ...) made 13x the records on a training loop.
 API_NAMES = re.compile(r"Launch|Memcpy|Memset|Synchronize|WaitEvent|GraphLaunch", re.IGNORECASE)
+# and the calls that allocate or free GPU memory (rare: allocators cache), so CUPTI's memory
+# records join the line of the call that made them by its correlation id
+MEMORY_API_NAMES = re.compile(r"Malloc|MemAlloc|MemCreate|Free|MemRelease|MemMap|MemUnmap")
 # Of the others, those made around nearly every launch (a 50-step training loop made 8,556
 # cudaGetDevice, 2,350 cuDevicePrimaryCtxGetState and 700 cuKernelGetName calls for 1,000
 # launches, on the H200) are not recorded at all; rarer ones are recorded, then dropped.
@@ -192,6 +196,8 @@ class _Tables:
             "peer": (int(kind.MEMCPY2),),
             "memset": (int(kind.MEMSET),),
             "syncs": (int(kind.SYNCHRONIZATION),),
+            # device memory allocated and released (CUpti_ActivityMemory4)
+            "memory": (int(kind.MEMORY2),),
         }
         self.dtypes = {
             "api": cupti.activity_api_dtype,
@@ -200,11 +206,13 @@ class _Tables:
             "peer": _latest_dtype(cupti, "memcpy_pto_p"),
             "memset": _latest_dtype(cupti, "memset"),
             "syncs": _latest_dtype(cupti, "synchronization"),
+            "memory": _latest_dtype(cupti, "memory"),
         }
         self.family_of = {k: family for family, kinds in self.kinds.items() for k in kinds}
         self.sizes = {k: self.dtypes[family].itemsize for k, family in self.family_of.items()}
         self.copy_names = _enum_names(cupti.ActivityMemcpyKind, {"PTOP": "ptop"})
         self.memory_names = _enum_names(cupti.ActivityMemoryKind, {})
+        self.memory_signs = operation_signs(_enum_names(cupti.ActivityMemoryOperationType, {}))
         self.zeroed_attribute = int(cupti.ActivityAttribute.ATTR_ZEROED_OUT_BUFFER)
         sync = cupti.ActivitySynchronizationType
         self.sync_names = {
@@ -226,7 +234,7 @@ class _Tables:
         ):
             for member in enum:
                 key = api_kind << 32 | int(member)
-                if API_NAMES.search(member.name):
+                if API_NAMES.search(member.name) or MEMORY_API_NAMES.search(member.name):
                     self.selected.add(key)
                 elif CHATTY_API_NAMES.match(member.name):
                     self.turned_off.append(key)
@@ -256,7 +264,9 @@ def _tables(cupti: Any) -> _Tables:
 class CuptiSession:
     name = "cupti"
 
-    def __init__(self) -> None:
+    def __init__(self, memory: str = "reserved") -> None:
+        """`memory`: the GPU memory views recorded too: "reserved" (CUPTI's memory
+        records), "all" (and torch's allocator history, where torch runs) or "off"."""
         try:
             from cupti import cupti
         except ImportError as error:  # pragma: no cover - depends on the machine
@@ -284,6 +294,13 @@ class CuptiSession:
         # calls placed on their line while the cell ran, before their segments were dropped
         self._placed: dict[int, tuple[int, int]] = {}
         self._buffers_placed = 0
+        self.driver_memory = memory != "off"
+        self._memory_on = False  # CUPTI's memory records enabled in this profile
+        self._history = AllocatorHistory(self.clock, self.warnings) if memory == "all" else None
+        # set before finish: the clock's rate (not 1.0 once torch.profiler has given CUPTI
+        # its own timestamps: `capture.clock`)
+        self.ticks_per_ns = 1.0
+        self._begin_timings: dict[str, float] = {}
 
     @staticmethod
     def prepare() -> None:
@@ -297,6 +314,7 @@ class CuptiSession:
     # -- lifecycle -----------------------------------------------------------------------
     def begin(self) -> None:
         cupti = self.cupti
+        began = time.perf_counter()
         self.sink.reserve(2)
         self._zeroed_before = self.sink.zeroed_buffers(self.tables.zeroed_attribute, 1)
         with self.sink.lock:
@@ -321,11 +339,30 @@ class CuptiSession:
             for kind in self.tables.kinds[family]:
                 cupti.activity_enable(kind)
                 self._enabled.append(kind)
+        self._memory_on = False
+        if self.driver_memory:
+            for kind in self.tables.kinds["memory"]:
+                try:
+                    cupti.activity_enable(kind)
+                except Exception as error:
+                    self.warnings.append(f"CUPTI's memory records are unavailable ({error})")
+                    continue
+                self._enabled.append(kind)
+                self._memory_on = True
+        enabled = time.perf_counter()
+        if self._history is not None:
+            self._history.begin()
+        history = time.perf_counter()
         # Records of the calls that neither make nor wait for GPU work are dropped in
         # decode_buffers; the frequent ones are not even recorded (turned off per cbid,
         # which works only with RUNTIME/DRIVER on: measured on the H200). Turning off all
         # ~1,000 cost 0.6 ms on each begin and as much to restore.
         self._turned_off = self.tables.set_api_calls(self.tables.turned_off, on=False)
+        self._begin_timings = {
+            "enable_s": enabled - began,
+            "history_begin_s": history - enabled,
+            "api_filter_s": time.perf_counter() - history,
+        }
 
     def place_calls(self, segments: Segments, retained_from: int) -> None:
         """Before the line timeline drops its oldest segments: hands over the buffers CUPTI
@@ -347,6 +384,7 @@ class CuptiSession:
         cupti = self.cupti
         began = time.perf_counter()
         _synchronize_active_contexts(self.warnings)
+        synced = time.perf_counter()
         try:
             cupti.activity_flush_all(FLUSH_FORCED)
         except Exception as error:
@@ -357,8 +395,10 @@ class CuptiSession:
                 cupti.activity_disable(kind)
         self._enabled.clear()
         # CUPTI's defaults (every call recorded) back for the next owner, e.g. torch.profiler
+        restoring = time.perf_counter()
         self.tables.set_api_calls(self._turned_off, on=True)
         self._turned_off = []
+        restored = time.perf_counter()
         if self._zeroed_before is not None:
             self.sink.zeroed_buffers(self.tables.zeroed_attribute, self._zeroed_before)
             self._zeroed_before = None
@@ -368,13 +408,24 @@ class CuptiSession:
         released = time.perf_counter()
         records = decode_buffers(buffers, self)
         records["main_tid"] = self.main_tid
+        if self._memory_on:  # recorded, so a cell that allocated nothing says so
+            records.setdefault(
+                "driver_memory", {"corr": [], "start": [], "bytes": [], "device": []}
+            )
         if self._placed:
             records["placed"] = placed_columns(self._placed)
         decoded = time.perf_counter()
+        if self._history is not None:
+            records.update(self._history.finish(self.ticks_per_ns))
+        read = time.perf_counter()
         records["_timings"] = {
+            **self._begin_timings,
+            "sync_s": synced - began,
             "flush_s": flushed - began,
             "release_s": released - flushed,
+            "api_restore_s": restored - restoring,
             "decode_s": decoded - released,
+            "memory_s": read - decoded,
             "buffers": len(buffers),
             "buffer_bytes": sum(len(b) for b in buffers),
         }

@@ -23,6 +23,7 @@ import re
 import time
 from typing import Any, TypedDict
 
+from gpulens.profiler.capture.memory import AllocatorHistory
 from gpulens.profiler.schema import RECORD_FAMILIES
 from gpulens.profiler.timeline import Segments, place_calls, placed_columns
 
@@ -98,7 +99,9 @@ class ClockMark(TypedDict):
 class TorchSession:
     name = "torch"
 
-    def __init__(self) -> None:
+    def __init__(self, memory: str = "reserved") -> None:
+        """`memory`: the GPU memory views recorded too; torch.profiler gives no driver's
+        view, so only "all" records one (torch's allocator history)."""
         try:
             import torch
         except ImportError as error:
@@ -119,10 +122,14 @@ class TorchSession:
         self._placed: dict[int, tuple[int, int]] = {}
         self._drained_s = 0.0
         self._own_sync: tuple[int, int] | None = None
+        self._history = AllocatorHistory(self.clock, self.warnings) if memory == "all" else None
+        self.ticks_per_ns = 1.0  # set before finish (Unix ns: always 1.0)
 
     def begin(self) -> None:
         self._parts, self._placed, self._drained_s = [], {}, 0.0
         self._start_trace()
+        if self._history is not None:
+            self._history.begin()
 
     def _start_trace(self) -> None:
         from torch.profiler import ProfilerActivity, profile, record_function
@@ -193,9 +200,13 @@ class TorchSession:
             records = last
             # the inputs as plain data, for a bug report or a test fixture
             records["torch_calls"], records["clock_mark"] = calls, self._mark
+        decoded = time.perf_counter()
+        if self._history is not None:
+            records.update(self._history.finish(self.ticks_per_ns))
         records["_timings"] = {
             "flush_s": stopped - began + self._drained_s,
-            "decode_s": time.perf_counter() - stopped,
+            "decode_s": decoded - stopped,
+            "memory_s": time.perf_counter() - decoded,
         }
         if "corr_line" in records or any("corr_line" in part for part in self._parts):
             self.warnings.append(MARKER_MISSING)
