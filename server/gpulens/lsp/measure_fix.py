@@ -42,13 +42,6 @@ from gpulens.lsp.profiling import (
 from gpulens.lsp.settings import plain
 from gpulens.lsp.trust import UNTRUSTED_PROFILE, may_profile
 from gpulens.profiler.cells import split_cells
-from gpulens.profiler.measure_fix import (
-    BackgroundMeasurement,
-    MeasureRequestError,
-    choose_fix,
-    plan_measurement,
-    refused,
-)
 
 if TYPE_CHECKING:
     from gpulens.analysis import Finding
@@ -110,6 +103,14 @@ def _refusal(ls: Any, uri: str, path: str | None) -> str | None:
 async def run_measure_command(
     ls: Any, uri: str, line: int, code: str, title: str | None
 ) -> dict[str, Any]:
+    # the measurement loads with the first one, not with the server
+    from gpulens.profiler.measure_fix import (
+        MeasureRequestError,
+        choose_fix,
+        plan_measurement,
+        refused,
+    )
+
     task = asyncio.current_task()
     if task is not None:
         _cancel_with_request(ls, task)
@@ -137,6 +138,8 @@ async def run_measure_command(
 
 
 async def _measure(ls: Any, plan: Any, title: str) -> dict[str, Any]:
+    from gpulens.profiler.measure_fix import BackgroundMeasurement
+
     settings = ls.settings.editor
     python = settings.profile_python and os.path.expanduser(settings.profile_python)
     progress = Progress(ls)
@@ -212,6 +215,8 @@ _asking: set[asyncio.Task[None]] = set()
 async def apply_fix(ls: Any, uri: str, line: int, code: str, title: str) -> bool:
     """Apply the quick-fix `title` of the `code` finding on 0-based `line`, as the document
     is now; a message says so where that finding or fix is gone."""
+    from gpulens.profiler.measure_fix import MeasureRequestError, choose_fix
+
     found = await _shown_findings(ls, uri)
     try:
         if found is None:
