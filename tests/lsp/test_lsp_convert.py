@@ -219,6 +219,48 @@ def test_diagnostics_written_once_are_what_lsprotocol_writes(encoding: str) -> N
     )
 
 
+@pytest.mark.parametrize("encoding", ["utf-8", "utf-16", "utf-32"])
+def test_diagnostics_merged_with_a_profile_are_what_lsprotocol_writes(encoding: str) -> None:
+    """A finding a profile found (`Merged`, origin "profile") is written with its measured
+    source and origin, as `merged_to_diagnostic` gives; the same finding as analysed is
+    written as plain again, not taken from what the merged publication wrote."""
+    import json
+
+    from pygls.protocol import default_converter
+
+    from gpulens.analysis import analyze
+    from gpulens.lsp.convert import merged_to_diagnostic
+    from gpulens.lsp.published import PublishedDiagnostics
+    from gpulens.profiler.measured import ORIGIN_ANALYSIS, ORIGIN_PROFILE, Merged
+
+    codec = PositionCodec(encoding)
+    findings = analyze(PUBLISHED).findings
+    index = LineIndex(PUBLISHED, codec)
+    converter = default_converter()
+    merged = [Merged(findings[0], ORIGIN_PROFILE, True)] + [
+        Merged(f, ORIGIN_ANALYSIS, False) for f in findings[1:]
+    ]
+
+    def expected(shown: list[Merged]) -> object:
+        return converter.unstructure(
+            types.PublishDiagnosticsParams(
+                uri="file:///a.py",
+                version=3,
+                diagnostics=[merged_to_diagnostic(m, index) for m in shown],
+            )
+        )
+
+    published = PublishedDiagnostics()
+    for shown in (merged, merged, [Merged(f, ORIGIN_ANALYSIS, False) for f in findings]):
+        params = published.params_json("file:///a.py", 3, PUBLISHED, shown, codec)
+        published.forget_unpublished()
+        assert json.loads(params) == expected(shown)
+    assert json.loads(params)["diagnostics"][0]["source"] == "gpulens"
+    measured = published.params_json("file:///a.py", 3, PUBLISHED, merged[:1], codec)
+    first = json.loads(measured)["diagnostics"][0]
+    assert first["source"] == "gpulens (measured)" and first["data"]["origin"] == "profile"
+
+
 def test_the_debounce_follows_what_the_document_costs() -> None:
     from gpulens.lsp.diagnostics import MAX_DEBOUNCE_S, PAUSE_S, adaptive_delay_s
 

@@ -25,6 +25,7 @@ from lsp_helpers import (
     make_client,
     open_document,
     server_config,
+    still_answers,
     uri_in,
     wait_for_published,
 )
@@ -347,6 +348,111 @@ async def test_a_payload_that_is_not_a_profile_is_refused(
         await show(shared_client, uri, {"schema": "something/1", "lines": []})
     with pytest.raises(JsonRpcException, match="is not open"):
         await show(shared_client, uri_in(tmp_path, "closed.py"), replayed("train_step")[1])
+
+
+# --- a profile that comes or goes while an analysis runs ----------------------------------------
+
+# enough functions that a walk of the whole file takes a second or more on a loaded machine:
+# the profile's command arrives while it runs
+PADDING = "".join(
+    f"""
+
+def step_{i}(model, batch, device):
+    x = batch.to(device)
+    total = 0.0
+    for j in range(10):
+        total += model(x).sum().item()
+    return total
+"""
+    for i in range(500)
+)
+
+
+def measured_lines(params: types.PublishDiagnosticsParams) -> list[int]:
+    return [d.range.start.line for d in params.diagnostics if d.source == MEASURED]
+
+
+async def open_slow(client: EditorClient, tmp_path: Path) -> tuple[str, list[int], dict[str, Any]]:
+    """The recorded big-copies script with a slow-to-walk tail, open and analysed twice
+    (version 2: the first analysis's function results are recorded): its uri, the lines of
+    its two measured copies once a line is added on top (`change_and_wait`), its profile."""
+    source, payload = replayed("big_copies")
+    text = "import torch\n" + source + PADDING
+    uri = uri_in(tmp_path, "slow.py")
+    open_document(client, uri, text)
+    await wait_for_published(client, uri, timeout=60)
+    change_document(client, uri, 2, "# analysed again\n", start=(0, 0))
+    await wait_for_published(client, uri, lambda p: p.version == 2, timeout=60)
+    lines = ["# analysed again", *text.splitlines()]
+    moved = [
+        lines.index('d_big = big.to("cuda")  # pageable') + 1,
+        lines.index("back = d_big.cpu()  # d2h") + 1,
+    ]
+    return uri, moved, payload
+
+
+async def change_and_wait(client: EditorClient, uri: str) -> None:
+    """Version 3: an import on top, which every function may read, so the whole file is
+    walked again (half a second and more); returns once that walk has started (after the
+    debounce, at most 75 ms, and a request the server answered)."""
+    change_document(client, uri, 3, "import numpy\n", start=(0, 0))
+    await asyncio.sleep(0.2)
+    await still_answers(client)
+
+
+async def settled(client: EditorClient, uri: str) -> list[types.PublishDiagnosticsParams]:
+    """Every publication for ``uri`` once the server has nothing left to publish (a hover
+    waits for the analysis of the text now; a second more for any publication after it)."""
+    await asyncio.wait_for(
+        client.text_document_hover_async(
+            types.HoverParams(
+                text_document=types.TextDocumentIdentifier(uri=uri),
+                position=types.Position(line=0, character=0),
+            )
+        ),
+        60,
+    )
+    await asyncio.sleep(1.0)
+    return client.published[uri]
+
+
+async def test_a_profile_shown_while_the_text_is_analysed_is_in_what_that_analysis_publishes(
+    shared_client: EditorClient, tmp_path: Path
+) -> None:
+    uri, moved, payload = await open_slow(shared_client, tmp_path)
+    count = len(shared_client.published[uri])
+    await change_and_wait(shared_client, uri)
+    await show(shared_client, uri, payload)
+
+    published = (await settled(shared_client, uri))[count:]
+    # the profile, placed on version 3's lines, never goes out with version 2's text; the
+    # last publication carries it
+    assert published and [p.version for p in published] == [3] * len(published)
+    assert measured_lines(published[-1]) == moved
+
+
+async def test_a_profile_cleared_while_the_text_is_analysed_is_not_in_what_it_publishes(
+    shared_client: EditorClient, tmp_path: Path
+) -> None:
+    uri, moved, payload = await open_slow(shared_client, tmp_path)
+    count = len(shared_client.published[uri])
+    await show(shared_client, uri, payload)
+    shown = await wait_for_published(
+        shared_client, uri, lambda p: len(measured_lines(p)) == 2, after=count, timeout=60
+    )
+    assert measured_lines(shown) == [line - 1 for line in moved]
+
+    count = len(shared_client.published[uri])
+    await change_and_wait(shared_client, uri)
+    await shared_client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="gpulens.clearProfile", arguments=[{"uri": uri}])
+    )
+
+    published = (await settled(shared_client, uri))[count:]
+    versions = [p.version for p in published]
+    assert published and versions == sorted(versions) and versions[-1] == 3
+    assert not measured_lines(published[-1])
+    assert published[-1].diagnostics  # the analysis's own findings stay
 
 
 # --- "Measure this fix" ------------------------------------------------------------------------
