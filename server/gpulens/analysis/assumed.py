@@ -54,33 +54,57 @@ def findings_if_on_gpu(
     the program imports (torch or CuPy; nothing where it imports both or neither). `program`:
     the whole program `text` is part of (a notebook's cells), where its imports are. Empty
     where the line holds no such read or is not a simple statement of its own."""
-    try:
-        tree = ast.parse(text)
-        imports = tree if program is None else ast.parse(program)
-    except (SyntaxError, ValueError):
-        return []
-    lines = split_lines(text)
-    statements = _simple_statements_at(tree.body, line)
-    mover = _mover(imports)
-    if not statements or mover is None or line >= len(lines):
-        return []
-    modules = _imported_names(imports) | _imported_names(tree)
-    names = list(dict.fromkeys(n for s in statements for n in _host_read_names(s, modules)))
-    if not names:
-        return []
-    prefix = "".join(f"{name} = {mover(name)}; " for name in names)
-    at = _column(lines[line], statements[0].col_offset)
-    probed = _around(tree, lines, line)
-    probed[line] = probed[line][:at] + prefix + probed[line][at:]
-    shift = _Shift(line, at, len(prefix))
-    found = []
-    for finding in analyze("".join(probed), config).findings:
-        span = shift.back(finding.span)
-        if finding.code not in codes or finding.span.line != line or span is None:
-            continue
-        fixes = tuple(fix for fix in map(shift.fix_back, finding.fixes) if fix is not None)
-        found.append(Finding(finding.code, finding.severity, finding.message, span, fixes))
-    return found
+    return GpuProbe(text, program=program).findings(line, codes, config)
+
+
+class GpuProbe:
+    """`findings_if_on_gpu` for several lines of one text: what the lines share (the tree,
+    the lines, how a name moves to the GPU, the names imported) is read once, at the first
+    line probed. A profile merges a dozen lines into one text, each a parse and a walk of
+    the whole module before."""
+
+    def __init__(self, text: str, *, program: str | None = None) -> None:
+        self.text, self.program = text, program
+        self._shared: tuple[ast.Module, list[str], Callable[[str], str] | None, set[str]]
+        self._read: bool | None = None  # None: not read yet; False: the text does not parse
+
+    def _read_shared(self) -> bool:
+        if self._read is None:
+            try:
+                tree = ast.parse(self.text)
+                imports = tree if self.program is None else ast.parse(self.program)
+            except (SyntaxError, ValueError):
+                self._read = False
+                return False
+            modules = _imported_names(imports) | _imported_names(tree)
+            self._shared = (tree, split_lines(self.text), _mover(imports), modules)
+            self._read = True
+        return self._read
+
+    def findings(self, line: int, codes: Sequence[str], config: Config) -> list[Finding]:
+        """`findings_if_on_gpu` of 0-based `line`."""
+        if not self._read_shared():
+            return []
+        tree, lines, mover, modules = self._shared
+        statements = _simple_statements_at(tree.body, line)
+        if not statements or mover is None or line >= len(lines):
+            return []
+        names = list(dict.fromkeys(n for s in statements for n in _host_read_names(s, modules)))
+        if not names:
+            return []
+        prefix = "".join(f"{name} = {mover(name)}; " for name in names)
+        at = _column(lines[line], statements[0].col_offset)
+        probed = _around(tree, lines, line)
+        probed[line] = probed[line][:at] + prefix + probed[line][at:]
+        shift = _Shift(line, at, len(prefix))
+        found = []
+        for finding in analyze("".join(probed), config).findings:
+            span = shift.back(finding.span)
+            if finding.code not in codes or finding.span.line != line or span is None:
+                continue
+            fixes = tuple(fix for fix in map(shift.fix_back, finding.fixes) if fix is not None)
+            found.append(Finding(finding.code, finding.severity, finding.message, span, fixes))
+        return found
 
 
 class _Shift:

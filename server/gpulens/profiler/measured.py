@@ -29,7 +29,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from gpulens.analysis.assumed import findings_if_on_gpu
+from gpulens.analysis.assumed import GpuProbe
 from gpulens.analysis.config import Config, is_suppressed, suppressions
 from gpulens.analysis.model import Finding, Severity, Span
 from gpulens.analysis.source import split_lines
@@ -147,17 +147,17 @@ def merge_measured(
     lines = split_lines(text)
     table = suppressions(lines)
     speaking = _work_spoken_of(findings)
+    probe = GpuProbe(text, program=program)  # parses the text once, if a line needs it
     for line, facts in sorted(measured.items()):
         if line >= len(lines):
             continue
         found = _profile_findings(
             line,
             facts,
-            text=text,
             lines=lines,
             config=config,
             speaking=speaking,
-            program=program,
+            probe=probe,
         )
         for finding in found:
             if config.enabled(finding.code) and not is_suppressed(finding, table):
@@ -214,11 +214,10 @@ def _profile_findings(
     line: int,
     facts: MeasuredLine,
     *,
-    text: str,
     lines: Sequence[str],
     config: Config,
     speaking: Mapping[int, set[str]],
-    program: str | None,
+    probe: GpuProbe,
 ) -> list[Finding]:
     """The findings the profile makes on `line` where the analysis was silent about it."""
     figures = facts.figures
@@ -245,7 +244,7 @@ def _profile_findings(
             "The CPU stops feeding the GPU at each wait: keep the value on the device and read "
             "it once after the loop, or every N steps."
         )
-        assumed = findings_if_on_gpu(text, line, ("GPU001",), config, program=program)
+        assumed = probe.findings(line, ("GPU001",), config)
         fixes = tuple(fix for finding in assumed for fix in finding.fixes)
         where = assumed[0].span if assumed else span
         found.append(
