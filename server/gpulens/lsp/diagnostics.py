@@ -349,7 +349,9 @@ class DiagnosticsScheduler:
 
     async def _publish_shown(self, result: Result, state: _Target) -> None:
         """Publish ``result`` merged with the profiles as they are when the merge ends: a
-        profile that came or went meanwhile is merged again."""
+        profile that came or went meanwhile is merged again, unless the text changed too (its
+        analysis, next, merges the profiles as they are then: typing into a document whose
+        merge takes longer than a keystroke still sees each result)."""
         profiles = self._server.profiles
         while True:
             revision = profiles.revision
@@ -357,6 +359,9 @@ class DiagnosticsScheduler:
             if self._targets.get(result.snapshot.target) is not state:
                 return  # closed meanwhile: what it showed is cleared
             if profiles.revision == revision:
+                break
+            latest = snapshot_of(self._server, result.snapshot.target)
+            if latest is None or not latest.same_input(result.snapshot):
                 break
         self._publish(result, state, merged)
         state.published = result.snapshot.versions
