@@ -227,3 +227,44 @@ def test_the_sleeping_rank_of_four_is_named(four_ranks: dict[str, Any]) -> None:
     # the other three wait for it in the all-reduce: each waits longer there than rank 2
     reduce = {f["rank"]: f for f in lines[four_line("# reduce")]["ranks"]}
     assert all(reduce[r]["host_s"] > reduce[2]["host_s"] for r in (0, 1, 3))
+
+
+STUCK = textwrap.dedent(
+    """
+    import os
+    import torch
+    import torch.distributed as dist
+
+    rank = int(os.environ["RANK"])
+    torch.cuda.set_device(rank)
+    dist.init_process_group("nccl", device_id=torch.device("cuda", rank))
+    x = torch.ones(1024, device="cuda")
+    dist.all_reduce(x)
+    # %%
+    for step in range(1000):
+        if rank == 1 and step == 5:
+            raise RuntimeError("rank 1 fails at step 5")  # fails
+        dist.all_reduce(x)  # reduce
+        total = x.sum().item()  # item
+    """
+).lstrip("\n")
+
+
+def test_a_rank_left_in_a_collective_by_a_failed_one_still_reports(tmp_path: Path) -> None:
+    """Rank 1 raises; rank 0 waits in an all-reduce it will never finish. Torch's launcher
+    sends it SIGTERM; its lines are reported all the same, and why it was stopped."""
+    script = tmp_path / "stuck.py"
+    script.write_text(STUCK, encoding="utf-8")
+    job = plan_job(str(script), STUCK, cell=1)
+    payload = run_ranks(job, 2, sys.executable, 120, cwd=str(tmp_path))
+    print(payload.get("output", "")[-3000:])
+    assert payload["ranks"]["reported"] == [0, 1], payload["ranks"]
+    assert "rank 1 fails at step 5" in payload["error"]["message"]
+    item = next(
+        line
+        for line in payload["lines"]
+        if line["line"] == next(i for i, t in enumerate(STUCK.splitlines(), 1) if "# item" in t)
+    )
+    hits = {f["rank"]: f["hits"] for f in item["ranks"]}
+    assert hits[1] == 5 and hits[0] in (5, 6)  # rank 0 was in its sixth when stopped
+    assert any("its process groups were aborted" in w for w in payload["warnings"])
