@@ -150,3 +150,121 @@ def test_the_sleeping_rank_is_named_the_straggler(ddp_profile: dict[str, Any]) -
     assert waited[0] > 0.5 * STEPS * SLEEP_S > waited[1]
     assert not any(h["code"] == "straggler" for h in backward["hints"])
     assert "waiting" in backward["label"]
+
+
+FOUR_RANKS = textwrap.dedent(
+    f"""
+    import os
+    import time
+    import torch
+    import torch.distributed as dist
+
+    rank = int(os.environ["RANK"])
+    torch.cuda.set_device(rank % torch.cuda.device_count())
+    dist.init_process_group("gloo")
+    x = torch.ones(4096, device="cuda")
+    dist.all_reduce(x)
+    torch.cuda.synchronize()
+    # %%
+    for step in range({STEPS}):
+        if rank == 2:
+            time.sleep({SLEEP_S})  # slow
+        x.mul_(0.25)
+        dist.all_reduce(x)  # reduce
+        total = x.sum().item()  # item
+    torch.cuda.synchronize()
+    """
+).lstrip("\n")
+
+
+@pytest.fixture(scope="module")
+def four_ranks(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """Four ranks on two GPUs (two a GPU: NCCL refuses that, gloo does not)."""
+    folder = tmp_path_factory.mktemp("four")
+    script = folder / "four_ranks.py"
+    script.write_text(FOUR_RANKS, encoding="utf-8")
+    job = plan_job(str(script), FOUR_RANKS, cell=1)
+    job["keep_capture"] = True
+    payload = run_ranks(job, 4, sys.executable, 300, cwd=str(folder))
+    print(payload.get("output", "")[-2000:])
+    fixtures = os.environ.get("GPULENS_FIXTURE_DIR")
+    if fixtures:
+        os.makedirs(fixtures, exist_ok=True)
+        fixture = {
+            "name": "four_ranks",
+            "filename": str(script),
+            "source": FOUR_RANKS,
+            "cell": job["target"]["cell"],
+            "first_line": job["target"]["first_line"],
+            "steps": STEPS,
+            "ranks": payload.get("rank_captures"),
+        }
+        with gzip.open(Path(fixtures) / "four_ranks.json.gz", "wt", encoding="utf-8") as out:
+            json.dump(fixture, out, separators=(",", ":"))
+    return payload
+
+
+def four_line(marker: str) -> int:
+    return next(i for i, text in enumerate(FOUR_RANKS.splitlines(), 1) if marker in text)
+
+
+def test_four_ranks_each_report_every_step(four_ranks: dict[str, Any]) -> None:
+    assert four_ranks["error"] is None, four_ranks["error"]
+    assert four_ranks["ranks"]["reported"] == [0, 1, 2, 3]
+    lines = {line["line"]: line for line in four_ranks["lines"]}
+    item = lines[four_line("# item")]
+    assert sorted(f["rank"] for f in item["ranks"]) == [0, 1, 2, 3]
+    assert all(f["hits"] == STEPS for f in item["ranks"])
+    assert item["hits"] == 4 * STEPS
+
+
+def test_the_sleeping_rank_of_four_is_named(four_ranks: dict[str, Any]) -> None:
+    lines = {line["line"]: line for line in four_ranks["lines"]}
+    slow = lines[four_line("# slow")]
+    assert slow["spread"]["slowest_rank"] == 2
+    hint = next(h for h in slow["hints"] if h["code"] == "straggler")
+    assert hint["message"].startswith("rank 2 is the straggler")
+    # the other three wait for it in the all-reduce: each waits longer there than rank 2
+    reduce = {f["rank"]: f for f in lines[four_line("# reduce")]["ranks"]}
+    assert all(reduce[r]["host_s"] > reduce[2]["host_s"] for r in (0, 1, 3))
+
+
+STUCK = textwrap.dedent(
+    """
+    import os
+    import torch
+    import torch.distributed as dist
+
+    rank = int(os.environ["RANK"])
+    torch.cuda.set_device(rank)
+    dist.init_process_group("nccl", device_id=torch.device("cuda", rank))
+    x = torch.ones(1024, device="cuda")
+    dist.all_reduce(x)
+    # %%
+    for step in range(1000):
+        if rank == 1 and step == 5:
+            raise RuntimeError("rank 1 fails at step 5")  # fails
+        dist.all_reduce(x)  # reduce
+        total = x.sum().item()  # item
+    """
+).lstrip("\n")
+
+
+def test_a_rank_left_in_a_collective_by_a_failed_one_still_reports(tmp_path: Path) -> None:
+    """Rank 1 raises; rank 0 waits in an all-reduce it will never finish. Torch's launcher
+    sends it SIGTERM; its lines are reported all the same, and why it was stopped."""
+    script = tmp_path / "stuck.py"
+    script.write_text(STUCK, encoding="utf-8")
+    job = plan_job(str(script), STUCK, cell=1)
+    payload = run_ranks(job, 2, sys.executable, 120, cwd=str(tmp_path))
+    print(payload.get("output", "")[-3000:])
+    assert payload["ranks"]["reported"] == [0, 1], payload["ranks"]
+    assert "rank 1 fails at step 5" in payload["error"]["message"]
+    item = next(
+        line
+        for line in payload["lines"]
+        if line["line"] == next(i for i, t in enumerate(STUCK.splitlines(), 1) if "# item" in t)
+    )
+    hits = {f["rank"]: f["hits"] for f in item["ranks"]}
+    assert hits[1] == 5 and hits[0] in (5, 6)  # rank 0 was in its sixth when stopped
+    assert any("its process groups were aborted" in w for w in payload["warnings"])

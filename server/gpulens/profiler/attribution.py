@@ -21,6 +21,12 @@ Inputs (all times in ns on one clock):
   kept (a backend that only reports after the cell); the memory families
   (``allocator``, ``allocator_before``, ``driver_memory``: see `memory`).
 
+A synchronization record whose call has no API record is not counted anywhere: CUPTI writes
+one for every `cudaEventQuery` (a poll that returns at once, which torch's allocator and DDP make
+several times a step; measured on two H200s: every such record came from one), and the capture
+does not record those calls (`capture.cupti.CHATTY_API_NAMES`); each call that waits
+(`…Synchronize`, `cudaStreamWaitEvent`, copies) keeps its API record. `polls` counts them.
+
 Besides the records' tallies, each line gets its memory (`memory.attribute_memory`: None
 where no memory was recorded) and its own time and the GPU's idle time within it
 (`idle.idle_by_line`: None where the records carry no device times).
@@ -52,6 +58,8 @@ class Attribution(TypedDict):
     dropped: dict[str, int]
     # calls placed by their Python stack because they came before the segments kept
     by_stack: int
+    # synchronization records of calls with no API record: polls, not waits (see above)
+    polls: int
     devices: list[int]
     start: int
     end: int
@@ -118,6 +126,18 @@ def line_of_calls(
     return found
 
 
+def without_polls(
+    syncs: Mapping[str, Sequence[Any]], called: set[int]
+) -> tuple[dict[str, list[Any]], int]:
+    """The synchronization records made by a recorded call, and how many were not (polls)."""
+    keep = [i for i, corr in enumerate(syncs.get("corr", ())) if corr in called]
+    if len(keep) == len(syncs.get("corr", ())):
+        return {key: list(column) for key, column in syncs.items()}, 0
+    return {key: [column[i] for i in keep] for key, column in syncs.items()}, len(
+        syncs["corr"]
+    ) - len(keep)
+
+
 def attribute_records(events: LineEvents | Timeline, records: Mapping[str, Any]) -> Attribution:
     """Per-line costs of one profiled cell; see the module docstring for the inputs."""
     timeline = events if "segments" in events else walk_events(events)
@@ -173,8 +193,13 @@ def attribute_records(events: LineEvents | Timeline, records: Mapping[str, Any])
         return place
 
     names: Sequence[str] = records.get("names", ())
+    families = dict(records)
+    polls = 0
+    if "corr_line" not in records and api.get("corr") and records.get("syncs"):
+        called = set(corr_line) | outside_corrs | dropped_corrs
+        families["syncs"], polls = without_polls(records["syncs"], called)
     for kind in schema.RECORD_KINDS:
-        kind.tally(records.get(kind.family) or {}, placer(kind.key), devices, names)
+        kind.tally(families.get(kind.family) or {}, placer(kind.key), devices, names)
 
     main_tid = records.get("main_tid")
     if main_tid is not None:
@@ -207,6 +232,7 @@ def attribute_records(events: LineEvents | Timeline, records: Mapping[str, Any])
         outside=outside,
         dropped=dropped,
         by_stack=calls["by_stack"],
+        polls=polls,
         devices=sorted(devices),
         start=start,
         end=end,

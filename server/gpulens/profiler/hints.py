@@ -5,7 +5,14 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from gpulens.profiler.schema import KERNELS, RECORD_KINDS, SYNCS, TRANSFERS
+from gpulens.profiler.schema import (
+    COLLECTIVES,
+    KERNELS,
+    MEMSETS,
+    RECORD_KINDS,
+    SYNCS,
+    TRANSFERS,
+)
 from gpulens.profiler.units import short_bytes, short_seconds
 
 # a pageable copy at least this large is worth pinning (below it, launch latency dominates)
@@ -29,6 +36,11 @@ STRAGGLER_MIN_S = 1e-3
 IDLE_LOOP_SHARE = 0.5
 IDLE_LOOP_CELL_SHARE = 0.1
 IDLE_LOOP_MIN_S = 1e-3
+# a line whose host time per GPU operation it made (kernel, copy, memset, collective) is at
+# most this is launching work: the GPU's idle time within it is launch overhead. Beyond it the
+# host was busy with its own work (Python, a sleep, I/O, a collective run on the CPU). A
+# launch-bound training step takes some 30-130 µs of host time per launch (H200 recordings).
+LAUNCHING_S_PER_OP = 1e-3
 _STRAGGLER_BASIS = {
     "gpu": "of GPU work (collectives less their waiting)",
     "host": "on the host (less its waits for the GPU)",
@@ -97,9 +109,9 @@ def line_hints(
                     "code": "GPU001",
                     "message": (
                         f"the host waits for the GPU {waits} times on this line ({stalled}), "
-                        f"{per_run(waits, hits)}: keep what this line reads to the host "
-                        "(`.item()`, `.cpu()`, `print`, an `if` on a tensor) on the device and "
-                        "read it once after the loop (GPU001)"
+                        f"{per_run(waits, hits)}: it reads a GPU value to the host (`.item()`, "
+                        "`.cpu()`, `print`, an `if` on a tensor) or calls code that does; keep "
+                        "the value on the device and read it once after the loop (GPU001)"
                     ),
                 }
             )
@@ -175,17 +187,34 @@ def loop_spans(code: list[str], first_line: int) -> list[tuple[int, int]]:
     ]
 
 
+def gpu_operations(line: dict[str, Any]) -> int:
+    """How many kernels, copies, memsets and collectives the line made."""
+    count = sum(
+        int((line.get(key) or {}).get("count") or 0)
+        for key in (KERNELS.key, COLLECTIVES.key, MEMSETS.key)
+    )
+    copies = line.get(TRANSFERS.key) or {}
+    return count + sum(int(block.get("count") or 0) for block in copies.values())
+
+
+def _launching(line: dict[str, Any]) -> bool:
+    operations = gpu_operations(line)
+    return operations > 0 and float(line["own_s"]) <= LAUNCHING_S_PER_OP * operations
+
+
 def idle_loop_hints(payload: dict[str, Any]) -> dict[int, dict[str, str]]:
     """Per loop where the GPU sat idle most of the time the host spent in it (the GPU
-    waiting for Python: launch-bound), a hint on the loop's first line. Where loops nest
-    and several qualify, the innermost: it is where the time goes."""
+    waiting for Python), a hint on the loop's first line: launch-bound where the idle time
+    fell in lines that were launching GPU work, else the line whose own host work left the
+    GPU idle longest. Where loops nest and several qualify, the innermost: it is where the
+    time goes."""
     lines = [line for line in payload.get("lines") or [] if line.get("own_s") is not None]
     total = sum(float(line["own_s"]) for line in lines)
     if total <= 0:
         return {}
     source = payload.get("source") or {}
     spans = loop_spans(payload.get("code") or [], int(source.get("first_line") or 1))
-    found: dict[tuple[int, int], tuple[float, float]] = {}
+    found: dict[tuple[int, int], tuple[float, float, list[dict[str, Any]]]] = {}
     for first, last in spans:
         inside = [line for line in lines if first <= line["line"] <= last]
         own = sum(float(line["own_s"]) for line in inside)
@@ -196,17 +225,28 @@ def idle_loop_hints(payload: dict[str, Any]) -> dict[int, dict[str, str]]:
             and own >= max(IDLE_LOOP_MIN_S, IDLE_LOOP_CELL_SHARE * total)
             and idle >= IDLE_LOOP_SHARE * own
         ):
-            found[(first, last)] = (idle, own)
+            found[(first, last)] = (idle, own, inside)
     hints = {}
-    for (first, last), (idle, own) in found.items():
+    for (first, last), (idle, own, inside) in found.items():
         if any(a >= first and b <= last and (a, b) != (first, last) for a, b in found):
             continue  # a loop inside it qualifies too
-        hints[first] = {
-            "code": "gpu-idle",
-            "message": (
-                f"the GPU was idle {idle / own:.0%} of this loop ({short_seconds(idle)} of "
-                f"{short_seconds(own)}): launch-bound; CUDA graphs, torch.compile or a larger "
-                "batch help"
-            ),
-        }
+        share = (
+            f"the GPU was idle {idle / own:.0%} of this loop "
+            f"({short_seconds(idle)} of {short_seconds(own)})"
+        )
+        launching = sum(float(line.get("gpu_idle_s") or 0) for line in inside if _launching(line))
+        if launching >= IDLE_LOOP_SHARE * own:
+            advice = "launch-bound; CUDA graphs, torch.compile or a larger batch help"
+        else:
+            busiest = max(
+                (line for line in inside if not _launching(line)),
+                key=lambda line: float(line.get("gpu_idle_s") or 0),
+            )
+            advice = (
+                f"most of it while line {busiest['line']} ran "
+                f"({short_seconds(float(busiest.get('gpu_idle_s') or 0))} idle), working on "
+                "the host rather than launching GPU work: overlap that work with the GPU's or "
+                "move it out of the loop (DataLoader workers, prefetching)"
+            )
+        hints[first] = {"code": "gpu-idle", "message": f"{share}: {advice}"}
     return hints

@@ -176,3 +176,27 @@ def test_text_format_shows_the_scripts_output_as_it_comes(tmp_path: Path) -> Non
     finally:
         cli.terminate()
         cli.wait(timeout=30)
+
+
+def test_a_torch_without_cuda_beside_the_script_falls_back_to_host_timing(tmp_path: Path) -> None:
+    """A `torch.py` next to the script (a shadowing file, or a torch build without CUDA
+    support) imports, but has no `torch.cuda`: the automatic backend says so and profiles
+    host time; the run does not crash."""
+    (tmp_path / "torch.py").write_text("version = 'not the real one'\n")
+    script = tmp_path / "work.py"
+    script.write_text("total = 0\nfor i in range(10):\n    total += i\n")
+    out = tmp_path / "out.json"
+    command = [sys.executable, "-m", "gpulens", "profile", str(script), "--format", "json"]
+    done = subprocess.run(
+        [*command, "-o", str(out), "--backend", "auto"],
+        check=False,
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    payload = json.loads(out.read_text())
+    assert payload["error"] is None, (payload["error"], done.stderr)
+    assert payload["backend"] == "host"
+    assert any("torch" in w and "CUDA" in w for w in payload["warnings"]), payload["warnings"]
+    assert {line["line"]: line["hits"] for line in payload["lines"]}[3] == 10

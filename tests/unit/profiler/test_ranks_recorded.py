@@ -90,3 +90,55 @@ def test_collectives_the_flight_recorder_did_not_log_stay_unsized(ddp: dict[str,
     payload = build_payload(attributed, source={"path": "x.py", "first_line": 1}, backend="cupti")
     sized = [line["collectives"] for line in payload["lines"] if "collectives" in line]
     assert any(block["bytes"] is None for block in sized)  # unknown, not 0
+
+
+def test_event_queries_are_polls_not_syncs(ddp: dict[str, Any]) -> None:
+    """DDP and torch's allocator poll events (cudaEventQuery) several times a step; CUPTI
+    writes a synchronization record for each, whose call the capture does not record. They
+    are neither syncs of a line nor syncs placed on no line."""
+    payload = replay_job(ddp)
+    assert payload["unattributed"]["syncs"] == 0
+    assert "Not placed on any line" not in render_text(payload)
+    for capture in ddp["ranks"].values():
+        records = capture["records"]
+        called = set(records["api"]["corr"])
+        waits = [
+            corr
+            for corr, kind in zip(records["syncs"]["corr"], records["syncs"]["type"], strict=True)
+            if corr in called and kind != "wait"
+        ]
+        attributed = attribute_records(capture["events"], records)
+        assert attributed["polls"] == len(records["syncs"]["corr"]) - len(
+            [corr for corr in records["syncs"]["corr"] if corr in called]
+        )
+        assert attributed["polls"] > 5 * ddp["steps"]  # several a step
+        placed = sum(line["syncs"]["count"] for line in attributed["lines"])
+        assert placed + attributed["outside"]["syncs"] == len(waits)
+
+
+def test_the_idle_loop_hint_names_the_straggler_sleep_not_launches(ddp: dict[str, Any]) -> None:
+    payload = replay_job(ddp)
+    loop = line_with(ddp, payload, "for step")
+    (hint,) = [h for h in loop["hints"] if h["code"] == "gpu-idle"]
+    slow = line_with(ddp, payload, "# slow")
+    assert f"most of it while line {slow['line']} ran" in hint["message"]
+    assert "launch-bound" not in hint["message"]
+
+
+def test_four_ranks_on_two_gpus_merge_with_the_median_of_four() -> None:
+    """Four ranks (two a GPU, gloo) of 20 steps; rank 2 sleeps 20 ms a step."""
+    four = load_fixture("four_ranks")
+    payload = replay_job(four)
+    assert payload["ranks"]["reported"] == [0, 1, 2, 3]
+    item = line_with(four, payload, "# item")
+    assert [(f["rank"], f["hits"]) for f in item["ranks"]] == [(r, four["steps"]) for r in range(4)]
+    slow = line_with(four, payload, "# slow")
+    assert slow["spread"]["slowest_rank"] == 2 and slow["spread"]["median_s"] == 0
+    (hint,) = [h for h in slow["hints"] if h["code"] == "straggler"]
+    assert hint["message"].startswith("rank 2 is the straggler")
+    assert "median of the 4 ranks" in hint["message"]
+    # gloo ran the collectives on the CPU: the caveat is said
+    assert "gloo" in hint["message"]
+    # the three others wait for rank 2 in gloo's all-reduce, on the host
+    reduce = {f["rank"]: f for f in line_with(four, payload, "# reduce")["ranks"]}
+    assert all(reduce[r]["host_s"] > reduce[2]["host_s"] + 0.1 for r in (0, 1, 3))

@@ -106,7 +106,11 @@ class TorchSession:
             import torch
         except ImportError as error:
             raise TorchUnavailable(f"torch failed to import ({error})") from error
-        if not torch.cuda.is_available():
+        cuda = getattr(torch, "cuda", None)  # a file named torch.py, or a build without it
+        if cuda is None:
+            where = getattr(torch, "__file__", None) or "an unknown place"
+            raise TorchUnavailable(f"the torch imported from {where} has no CUDA support")
+        if not cuda.is_available():
             raise TorchUnavailable("torch sees no CUDA device")
         self.torch = torch
         self.clock = time.time_ns  # torch.profiler's clock (an NTP step mid-cell would skew)
