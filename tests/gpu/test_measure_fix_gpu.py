@@ -26,6 +26,8 @@ HAS_GPU = importlib.util.find_spec("torch") is not None and shutil.which("nvidia
 pytestmark = [
     pytest.mark.gpu,
     pytest.mark.skipif(not HAS_GPU, reason="needs torch and an NVIDIA GPU (device machine)"),
+    # ten fresh processes of a training cell, each run twice: 120 s was not enough on an H100
+    pytest.mark.timeout(360),
 ]
 
 FIX_TITLE = "Accumulate `total` on the device, read it once after the loop"

@@ -13,8 +13,10 @@ weigh on the version that launches more.
 
 The runs alternate (as is, fixed, as is, ...) so that a machine warming up or slowing down
 weighs on both alike. The fix counts as faster when the exact one-sided Mann–Whitney test
-(`rank_test`) finds the fixed runs shorter at p <= ALPHA, as slower in the opposite case;
-otherwise the difference is within the noise and the result says so. The noise is stated as
+(`rank_test`) finds the fixed runs shorter at p <= ALPHA and the medians differ by at least
+MIN_EFFECT, as slower in the opposite case; otherwise the difference is within the noise, or
+real but too small to matter (an H100 found 132 ms → 132 ms "faster" at p = 0.036), and the
+result says which. The noise is stated as
 the runs' spread: their range, and its half over the median (±).
 
 `plan_measurement` and `summarize` are pure; `run_measurement` starts the subprocesses
@@ -47,6 +49,8 @@ DEFAULT_RUNS = 5
 MIN_RUNS = 3
 # the one-sided level at which the fix is called faster (or slower)
 ALPHA = 0.05
+# and the least change of the median time that is called faster (or slower) at all
+MIN_EFFECT = 0.02
 TEST_NAME = "exact one-sided Mann–Whitney U"
 VERDICTS = ("faster", "slower", "within-noise", "failed", "stopped", "refused")
 
@@ -338,12 +342,14 @@ def summarize(
             "p_faster": ranks.p_greater,
             "p_slower": ranks.p_less,
         }
+        change = a["median_s"] / b["median_s"] - 1 if b["median_s"] > 0 else 0.0
+        small = abs(change) < MIN_EFFECT
         if ranks.p_greater <= ALPHA:
-            verdict, p = "faster", ranks.p_greater
+            verdict, p = ("within-noise" if small else "faster"), ranks.p_greater
         elif ranks.p_less <= ALPHA:
-            verdict, p = "slower", ranks.p_less
+            verdict, p = ("within-noise" if small else "slower"), ranks.p_less
         else:
-            verdict, p = "within-noise", ranks.p_greater
+            verdict, p, small = "within-noise", ranks.p_greater, False
         times = (
             f"{short_seconds(b['median_s'])} → {short_seconds(a['median_s'])} (medians), "
             f"p {p_text(p)} over {_counts(b['runs'], a['runs'])}"
@@ -360,6 +366,12 @@ def summarize(
             lead = (
                 f"“{plan.fix_title}” makes {name} slower{ratio}, beyond the noise: "
                 f"{times} ({noise})"
+            )
+        elif small:
+            lead = (
+                f"“{plan.fix_title}” changes {name}'s time by {_percent(abs(change))}, less "
+                f"than the {_percent(MIN_EFFECT)} worth calling faster or slower: {times} "
+                f"({noise})"
             )
         else:
             lead = (
