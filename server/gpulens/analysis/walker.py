@@ -411,7 +411,7 @@ class _Walker(FunctionResultsMixin):
         iterates = self.iterated(node.iter)
         self.bind_loop_target(node.target, node.iter)
         targets = frozenset(n.id for n in ast.walk(node.target) if isinstance(n, ast.Name))
-        per_epoch, trains = self.loop_facts(node)
+        per_epoch, trains, backward = self.loop_facts(node)
         loop = Loop(
             node,
             node.lineno - 1,
@@ -422,6 +422,7 @@ class _Walker(FunctionResultsMixin):
             whole_items=_whole_items(node.target, node.iter, self.ctx.function),
             per_epoch=per_epoch,
             trains=trains,
+            backward=backward,
         )
         loop.guarded = leaves_loop(node.body)  # a body that ends in break runs once
         self.ctx.loops.append(loop)
@@ -435,7 +436,7 @@ class _Walker(FunctionResultsMixin):
 
     def while_loop(self, node: ast.While) -> None:
         before = self.evaluator.scope.snapshot()
-        per_epoch, trains = self.loop_facts(node)
+        per_epoch, trains, backward = self.loop_facts(node)
         loop = Loop(
             node,
             node.lineno - 1,
@@ -445,6 +446,7 @@ class _Walker(FunctionResultsMixin):
             block=self.ctx.statements,
             per_epoch=per_epoch,
             trains=trains,
+            backward=backward,
         )
         loop.guarded = leaves_loop(node.body)
         self.ctx.loops.append(loop)
@@ -705,9 +707,10 @@ class _Walker(FunctionResultsMixin):
 
     # -- loops --------------------------------------------------------------------------
 
-    def loop_facts(self, loop: ast.For | ast.AsyncFor | ast.While) -> tuple[bool, bool]:
+    def loop_facts(self, loop: ast.For | ast.AsyncFor | ast.While) -> tuple[bool, bool, bool]:
         """What a loop's body says of the loop: (`per_epoch`: it holds a loop over a loader,
-        `trains`: it takes a training step or draws the next batch)."""
+        `trains`: it takes a training step or draws the next batch, `backward`: it runs a
+        backward pass)."""
         per_epoch = any(
             (found := self.iterated(inner.iter)) is not None and found.kind in _LOADER_KINDS
             for inner in flat_statements(loop.body)
@@ -715,7 +718,7 @@ class _Walker(FunctionResultsMixin):
         )
         # the text is quicker to search than the tree
         text = "".join(self.ctx.source.lines[loop.lineno - 1 : loop.end_lineno])
-        return per_epoch, bool(_TRAINS.search(text))
+        return per_epoch, bool(_TRAINS.search(text)), bool(_BACKWARD.search(text))
 
     def iterated(self, node: ast.expr) -> Value | None:
         """What a loop iterates: a loader, a GPU array, or (None) something else."""
@@ -876,6 +879,7 @@ _EXPRESSION_FIELDS: dict[type[ast.AST], tuple[str, ...]] = {
 _STEP_CALL = "the training step that calls"
 # a training step or the next batch: `loss.backward()`, `next(batches)`
 _TRAINS = re.compile(r"\.backward\s*\(|(?<![.\w])next\s*\(")
+_BACKWARD = re.compile(r"\.backward\s*\(")
 # the mark of a call recorded on a guess of what it reaches
 _GUESSED = "?"
 _LOADER_KINDS = (Kind.LOADER, Kind.DEVICE_LOADER)
