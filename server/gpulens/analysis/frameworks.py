@@ -264,6 +264,12 @@ CUPY_HOST_FUNCTIONS = frozenset(
     {"cupy.asnumpy", "cupy.get_array_module", "cupy.isscalar", "cupy.ndim", "cupy.shape"}
 )
 DEVICE_TO_HOST_CALLS = frozenset({"cupy.asnumpy", "jax.device_get"})
+# functions that pick the array library (NumPy or CuPy) of the arrays they are given, and
+# the attribute of a device object that names it: code written for arrays on either
+ARRAY_MODULE_FUNCTIONS = frozenset({"get_array_module", "array_namespace"})
+ARRAY_MODULE_ATTRIBUTE = "xp"
+# functions that ask which device the arrays they are given live on
+ARRAY_DEVICE_FUNCTIONS = frozenset({"get_array_module", "array_namespace", "get_device"})
 # functions of NumPy-like array libraries that look at types, shapes or sizes, or plan work:
 # their results are host values
 ARRAY_API_HOST_FUNCTIONS = frozenset(

@@ -203,6 +203,8 @@ class _Walker(FunctionResultsMixin):
     def walk_function(
         self, function: Function, enclosing: Scope, is_method: bool, sites: CallSites | None
     ) -> None:
+        if _compiled(function):
+            return  # its loops run as machine code, on the host or in a kernel, not in Python
         ctx = self.ctx
         scope = Scope("function", function.name, enclosing)
         positional = [a.arg for a in (*function.args.posonlyargs, *function.args.args)]
@@ -523,6 +525,7 @@ class _Walker(FunctionResultsMixin):
                 return
             case ast.Call():
                 self.record_call(node)
+                self.asks_device(node)
                 if self.mapped_lambda(node):
                     return
         for field_name in _EXPRESSION_FIELDS[type(node)]:
@@ -684,6 +687,15 @@ class _Walker(FunctionResultsMixin):
             return
         if self.evaluator.scope.lookup(name) is None:
             self.bind(name, Value(Kind.GPU, item.lib, exact=False))
+
+    def asks_device(self, call: ast.Call) -> None:
+        """`xp = cp.get_array_module(x)`, `device = get_device(x)`: the code is written for
+        ``x`` on either the host or a GPU, so it may be on a GPU (a guess: hints)."""
+        if simple_name(call.func) not in fw.ARRAY_DEVICE_FUNCTIONS:
+            return
+        for argument in call.args:
+            if isinstance(argument, ast.Name) and self.evaluator.value(argument) is None:
+                self.bind(argument.id, Value(Kind.GPU, "cupy", exact=True, guessed=True))
 
     def in_place_move(self, value: ast.expr) -> None:
         """`model.to(device)` / `model.cuda()` as a statement moves a module in place;
@@ -1046,6 +1058,18 @@ def _mapped_lambda(call: ast.Call) -> tuple[ast.Lambda, list[ast.expr], str] | N
 def _method_key(definitions: Definitions, cls: str, name: str) -> list[str]:
     resolved = definitions.method(cls, name)
     return [f"{resolved[0]}.{name}"] if resolved is not None else []
+
+
+def _compiled(function: Function) -> bool:
+    """`@numba.njit`, `@cuda.jit`, `@nb.jit(nopython=True)`: a body a JIT compiles."""
+    for decorator in function.decorator_list:
+        target = decorator.func if isinstance(decorator, ast.Call) else decorator
+        if simple_name(target) in _JIT_DECORATORS:
+            return True
+    return False
+
+
+_JIT_DECORATORS = frozenset({"jit", "njit", "vectorize", "guvectorize", "stencil", "rawkernel"})
 
 
 def _is_static(function: Function) -> bool:

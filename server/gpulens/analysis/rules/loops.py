@@ -10,7 +10,7 @@ from gpulens.analysis.context import Context, Loop
 from gpulens.analysis.model import Severity
 from gpulens.analysis.rules.common import shown
 from gpulens.analysis.rules.registry import checks, rule
-from gpulens.analysis.symbols import Kind, dotted_name, names_in
+from gpulens.analysis.symbols import Kind, Value, dotted_name, names_in
 
 ELEMENTWISE_LOOP = rule(
     "GPU009",
@@ -61,10 +61,20 @@ def _check_iterated(iterated: ast.expr, body: Body, ctx: Context) -> None:
     ctx.report(
         ELEMENTWISE_LOOP,
         iterated,
-        f"Iterating over the GPU array `{shown(ctx, iterated)}` hands out its elements one "
-        "by one: every operation on them is a kernel launch of its own. Express the loop "
+        f"Iterating over the {_array(value)} `{shown(ctx, iterated)}` hands out its elements "
+        "one by one: every operation on them is a kernel launch of its own. Express the loop "
         "body as operations on the whole array.",
+        severity=_severity(value),
     )
+
+
+def _array(value: Value) -> str:
+    """How a message names an array that is on the GPU, or may be (a guess)."""
+    return "array, if on the GPU," if value.guessed else "GPU array"
+
+
+def _severity(value: Value) -> Severity | None:
+    return Severity.HINT if value.guessed else None
 
 
 def _runs_a_model(body: Body, ctx: Context) -> bool:
@@ -160,7 +170,8 @@ def check_element_write(node: ast.Assign | ast.AugAssign, ctx: Context) -> None:
         ctx.report(
             ELEMENTWISE_LOOP,
             target,
-            f"`{shown(ctx, target)} = …` writes one element of a GPU array per iteration of "
-            f"{loop.describe()}: one kernel launch each. Compute all elements with one "
-            "array operation.",
+            f"`{shown(ctx, target)} = …` writes one element of a{'n' if held.guessed else ''} "
+            f"{_array(held)} per iteration of {loop.describe()}: one kernel launch each. "
+            "Compute all elements with one array operation.",
+            severity=_severity(held),
         )

@@ -96,7 +96,7 @@ def _report_sync(
     advice: str,
     subject: Value | None,
     fixes: tuple[Fix, ...] = (),
-    unsure: str = "as its use with the model the function is handed suggests",
+    unsure: str | None = None,
 ) -> None:
     """Report ``what`` (a sentence start: "`x.item()` copies a GPU value to the host and
     waits for all queued GPU work") about the GPU value ``subject``: a warning, or a hint
@@ -130,6 +130,12 @@ def _report_sync(
                 severity=Severity.HINT,
             )
         case None if subject is not None and subject.guessed:
+            if unsure is None:
+                unsure = (
+                    "as code written for NumPy or CuPy arrays allows"
+                    if subject.lib == "cupy"
+                    else "as its use with the model the function is handed suggests"
+                )
             ctx.report(
                 SYNC_IN_LOOP,
                 node,
