@@ -1032,9 +1032,14 @@ def _step_framework(qualified: str, base: ast.expr, definitions: Definitions) ->
         return next(
             (f for end, f in fw.STEP_CLASSES.items() if simple_name(base).endswith(end)), None
         )
+    last = qualified.rsplit(".", 1)[-1]
+    if last == "Callback":
+        # a Lightning Callback, however a package re-exports it: its hooks count only where
+        # their parameters are Lightning's (see `framework_step`)
+        return fw.LIGHTNING_CALLBACK
     if not qualified.startswith(fw.STEP_CLASS_MODULES):
         return None
-    return fw.STEP_CLASSES.get(qualified.rsplit(".", 1)[-1])
+    return fw.STEP_CLASSES.get(last)
 
 
 def _mapped_lambda(call: ast.Call) -> tuple[ast.Lambda, list[ast.expr], str] | None:

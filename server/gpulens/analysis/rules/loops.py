@@ -137,20 +137,29 @@ def _single_element(index: ast.expr, name: str) -> bool:
 
 
 def _element_reads(body: list[ast.stmt], index: str) -> list[ast.Subscript]:
-    """The subscripts the body reads at the loop's index (`x[i]`, `x[i, :]`), in order;
-    not slices it takes per iteration (`x[i : i + n]`), nor what nested definitions read."""
+    """The subscripts at the loop's index (`x[i]`, `x[i, j]`) the body computes with, as an
+    operand or an argument, in order; not slices it takes per iteration (`x[i : i + n]`),
+    views it only keeps (`x[i].detach()`), nor what nested definitions read."""
     found: list[ast.Subscript] = []
     pending: list[ast.AST] = list(reversed(body))
     while pending:
         node = pending.pop()
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda):
             continue
-        if (
-            isinstance(node, ast.Subscript)
-            and isinstance(node.ctx, ast.Load)
-            and _single_element(node.slice, index)
-        ):
-            found.append(node)
+        match node:
+            case ast.BinOp(left=left, right=right):
+                operands: list[ast.expr] = [left, right]
+            case ast.UnaryOp(operand=operand):
+                operands = [operand]
+            case ast.Compare(left=left, comparators=comparators):
+                operands = [left, *comparators]
+            case ast.Call(args=arguments, keywords=keywords):
+                operands = [*arguments, *(k.value for k in keywords)]
+            case _:
+                operands = []
+        found.extend(
+            o for o in operands if isinstance(o, ast.Subscript) and _single_element(o.slice, index)
+        )
         pending.extend(reversed(list(ast.iter_child_nodes(node))))
     return found
 

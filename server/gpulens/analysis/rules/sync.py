@@ -12,7 +12,7 @@ from gpulens.analysis.guards import device_test, leaves_loop
 from gpulens.analysis.model import Fix, Severity
 from gpulens.analysis.rules.common import after_loop, fix, replace, shown
 from gpulens.analysis.rules.registry import checks, rule
-from gpulens.analysis.rules.timing import in_timed_region
+from gpulens.analysis.rules.timing import in_timed_region, just_before_clock_read
 from gpulens.analysis.symbols import Kind, Value, dotted_name, names_in
 from gpulens.analysis.values import is_host_expression
 
@@ -383,8 +383,8 @@ def check_bool_operands(node: ast.BoolOp, ctx: Context) -> None:
 @checks(ast.UnaryOp)
 def check_not(node: ast.UnaryOp, ctx: Context) -> None:
     loop = ctx.hot_loop
-    if loop is not None and isinstance(node.op, ast.Not) and ctx.on_gpu(node.operand):
-        _report_bool(node, loop, ctx)
+    if loop is not None and isinstance(node.op, ast.Not) and _tests_an_array(node.operand, ctx):
+        _report_bool(node, loop, ctx)  # (`not outputs` of a dict tests that it is empty)
 
 
 def _report_bool(node: ast.expr, loop: Loop, ctx: Context) -> None:
@@ -401,7 +401,7 @@ def _report_bool(node: ast.expr, loop: Loop, ctx: Context) -> None:
 
 
 def _report_device_sync(node: ast.Call, loop: Loop, ctx: Context) -> None:
-    if in_timed_region(node, ctx):
+    if in_timed_region(node, ctx) or just_before_clock_read(node, ctx):
         return  # the wait that makes a host clock read true
     ctx.report(
         SYNC_IN_LOOP,
