@@ -43,6 +43,9 @@ class Loop:
     # its body takes a training step (`loss.backward()`) or draws a batch (`next(it)`):
     # a training loop, even when the program times it
     trains: bool = False
+    # its body runs a backward pass (`loss.backward()`): the tensors it reads are autograd
+    # tensors on the model's device, wherever the file does not show that device
+    backward: bool = False
     # names the body uses, with their counts (filled when a fix first asks)
     names_used: dict[str, int] | None = None
     # its items are whole batches or a few distinct tensors (`for t in (x, mask)`,

@@ -236,6 +236,14 @@ STEP_METHODS: dict[str, dict[str, tuple[str, ...]]] = {
         "prediction_step": ("inputs",),
     },
 }
+# a Lightning Callback's batch hooks: the trainer calls them once per batch, with what the
+# step returned and the batch, both on the device (Lightning's signature after self)
+LIGHTNING_CALLBACK = "lightning callback"
+STEP_METHODS[LIGHTNING_CALLBACK] = {
+    f"on_{stage}_batch_{when}": ("outputs", "batch") if when == "end" else ("batch",)
+    for stage in ("train", "validation", "test", "predict")
+    for when in ("start", "end")
+}
 # a loss class (by its name or its base's: `FocalLoss`, `v8DetectionLoss(nn.Module)`): the
 # training step calls it once, on what the model produced
 LOSS = "loss"
@@ -243,11 +251,18 @@ LOSS_CLASS = re.compile(r"(Loss|Criterion)\d*$")
 STEP_METHODS[LOSS] = {"__call__": (), "forward": (), "loss": ()}
 # the parameters a framework's hooks start with (after self), where its hooks share them:
 # a method of that name with other parameters is the class's own
-STEP_SIGNATURES = {"transformers": ("model", "inputs")}
+STEP_SIGNATURES = {
+    "transformers": ("model", "inputs"),
+    LIGHTNING_CALLBACK: ("trainer", "pl_module"),
+}
 # hook parameters that receive the model being trained, on the device
 STEP_MODEL_PARAMETERS = frozenset({"model"})
 # base classes whose subclasses' STEP_METHODS a framework runs, by the end of their name
-STEP_CLASSES = {"LightningModule": "lightning", "Trainer": "transformers"}
+STEP_CLASSES = {
+    "LightningModule": "lightning",
+    "Trainer": "transformers",
+    "Callback": LIGHTNING_CALLBACK,
+}
 STEP_CLASS_MODULES = ("lightning", "pytorch_lightning", "transformers", "trl")
 
 # library functions that move a whole batch (tensors in dicts, lists, tuples) to a device
@@ -264,6 +279,12 @@ CUPY_HOST_FUNCTIONS = frozenset(
     {"cupy.asnumpy", "cupy.get_array_module", "cupy.isscalar", "cupy.ndim", "cupy.shape"}
 )
 DEVICE_TO_HOST_CALLS = frozenset({"cupy.asnumpy", "jax.device_get"})
+# functions that pick the array library (NumPy or CuPy) of the arrays they are given, and
+# the attribute of a device object that names it: code written for arrays on either
+ARRAY_MODULE_FUNCTIONS = frozenset({"get_array_module", "array_namespace"})
+ARRAY_MODULE_ATTRIBUTE = "xp"
+# functions that ask which device the arrays they are given live on
+ARRAY_DEVICE_FUNCTIONS = frozenset({"get_array_module", "array_namespace", "get_device"})
 # functions of NumPy-like array libraries that look at types, shapes or sizes, or plan work:
 # their results are host values
 ARRAY_API_HOST_FUNCTIONS = frozenset(

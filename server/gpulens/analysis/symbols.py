@@ -29,6 +29,10 @@ class Kind(enum.Enum):
     HOST = "host"
     # a mixed-precision GradScaler: its scale lives on the device, `get_scale()` reads it
     SCALER = "scaler"
+    # the array library a device-agnostic function picked for its inputs (`xp =
+    # cp.get_array_module(x)`, `xp = device.xp`): CuPy where they are on the GPU, so what
+    # it computes is on the GPU by a guess only
+    ARRAY_MODULE = "array_module"
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,6 +30,9 @@ from gpulens.analysis.symbols import (
 )
 
 GPU_DEVICE = Value(Kind.DEVICE)
+ARRAY_MODULE = Value(Kind.ARRAY_MODULE, "cupy")
+# functions of an array library whose results are host values, or not arrays
+_ARRAY_MODULE_HOST = frozenset({"asnumpy", "dtype", "finfo", "iinfo", "get_default_memory_pool"})
 Parts = tuple[Value | None, ...] | None
 
 
@@ -246,7 +249,11 @@ class Evaluator:
             return None
         if node.attr == "device" and self.is_framework(node.value):
             return GPU_DEVICE
+        if node.attr == fw.ARRAY_MODULE_ATTRIBUTE:
+            return ARRAY_MODULE  # `device.xp`
         base = self.value(node.value)
+        if base is not None and base.kind is Kind.ARRAY_MODULE:
+            return base  # `xp.linalg`, `xp.fft`: a submodule of the same library
         if base is None or base.kind is not Kind.GPU or node.attr in fw.HOST_ATTRIBUTES:
             return None
         if node.attr in fw.ARRAY_ATTRIBUTES:
@@ -258,6 +265,8 @@ class Evaluator:
 
     def _call(self, node: ast.Call) -> Value | None:
         func = node.func
+        if simple_name(func) in fw.ARRAY_MODULE_FUNCTIONS and node.args:
+            return ARRAY_MODULE
         qualified = self.imports.cached_qualname(func)
         if qualified is not None:
             known = self._library_call(node, qualified)
@@ -299,6 +308,8 @@ class Evaluator:
                 if name in self.loader_classes:
                     return Value(Kind.LOADER, origin=node)
                 return Value(Kind.INSTANCE, origin=callee.origin)
+        if simple_name(func)[:1].isupper():
+            return None  # a class of another file: it builds an object, not an array
         # an unknown function of GPU arrays usually returns GPU arrays (a loss, a metric)
         found = self._gpu_among((*node.args, *(k.value for k in node.keywords)))
         return None if found is None else Value(Kind.GPU, found.lib, guessed=found.guessed)
@@ -563,6 +574,13 @@ class Evaluator:
             )
         if receiver is None:
             return None
+        if receiver.kind is Kind.ARRAY_MODULE:
+            # `xp.linalg.norm(r)`: an array where the inputs are, on the GPU by a guess
+            if method in fw.ARRAY_API_HOST_FUNCTIONS or method in _ARRAY_MODULE_HOST:
+                return None
+            if method[:1].isupper():
+                return None  # a class
+            return Value(Kind.GPU, "cupy", exact=True, guessed=True)
         if method == "to":  # a dtype or the CPU
             if receiver.kind is Kind.GPU and self.moves_to_cpu(node):
                 return None

@@ -221,6 +221,8 @@ class _Walker(FunctionResultsMixin):
     def walk_function(
         self, function: Function, enclosing: Scope, is_method: bool, sites: CallSites | None
     ) -> None:
+        if _compiled(function):
+            return  # its loops run as machine code, on the host or in a kernel, not in Python
         ctx = self.ctx
         scope = Scope("function", function.name, enclosing)
         positional = [a.arg for a in (*function.args.posonlyargs, *function.args.args)]
@@ -429,7 +431,7 @@ class _Walker(FunctionResultsMixin):
         iterates = self.iterated(node.iter)
         self.bind_loop_target(node.target, node.iter)
         targets = frozenset(n.id for n in ast.walk(node.target) if isinstance(n, ast.Name))
-        per_epoch, trains = self.loop_facts(node)
+        per_epoch, trains, backward = self.loop_facts(node)
         loop = Loop(
             node,
             node.lineno - 1,
@@ -440,6 +442,7 @@ class _Walker(FunctionResultsMixin):
             whole_items=_whole_items(node.target, node.iter, self.ctx.function),
             per_epoch=per_epoch,
             trains=trains,
+            backward=backward,
         )
         loop.guarded = leaves_loop(node.body)  # a body that ends in break runs once
         self.ctx.loops.append(loop)
@@ -453,7 +456,7 @@ class _Walker(FunctionResultsMixin):
 
     def while_loop(self, node: ast.While) -> None:
         before = self.evaluator.scope.snapshot()
-        per_epoch, trains = self.loop_facts(node)
+        per_epoch, trains, backward = self.loop_facts(node)
         loop = Loop(
             node,
             node.lineno - 1,
@@ -463,6 +466,7 @@ class _Walker(FunctionResultsMixin):
             block=self.ctx.statements,
             per_epoch=per_epoch,
             trains=trains,
+            backward=backward,
         )
         loop.guarded = leaves_loop(node.body)
         self.ctx.loops.append(loop)
@@ -539,6 +543,7 @@ class _Walker(FunctionResultsMixin):
                 return
             case ast.Call():
                 self.record_call(node)
+                self.asks_device(node)
                 if self.mapped_lambda(node):
                     return
         for field_name in _EXPRESSION_FIELDS[type(node)]:
@@ -701,6 +706,15 @@ class _Walker(FunctionResultsMixin):
         if self.evaluator.scope.lookup(name) is None:
             self.bind(name, Value(Kind.GPU, item.lib, exact=False))
 
+    def asks_device(self, call: ast.Call) -> None:
+        """`xp = cp.get_array_module(x)`, `device = get_device(x)`: the code is written for
+        ``x`` on either the host or a GPU, so it may be on a GPU (a guess: hints)."""
+        if simple_name(call.func) not in fw.ARRAY_DEVICE_FUNCTIONS:
+            return
+        for argument in call.args:
+            if isinstance(argument, ast.Name) and self.evaluator.value(argument) is None:
+                self.bind(argument.id, Value(Kind.GPU, "cupy", exact=True, guessed=True))
+
     def in_place_move(self, value: ast.expr) -> None:
         """`model.to(device)` / `model.cuda()` as a statement moves a module in place;
         `batch_to_device(batch, device)` moves a batch's tensors in place."""
@@ -723,9 +737,10 @@ class _Walker(FunctionResultsMixin):
 
     # -- loops --------------------------------------------------------------------------
 
-    def loop_facts(self, loop: ast.For | ast.AsyncFor | ast.While) -> tuple[bool, bool]:
+    def loop_facts(self, loop: ast.For | ast.AsyncFor | ast.While) -> tuple[bool, bool, bool]:
         """What a loop's body says of the loop: (`per_epoch`: it holds a loop over a loader,
-        `trains`: it takes a training step or draws the next batch)."""
+        `trains`: it takes a training step or draws the next batch, `backward`: it runs a
+        backward pass)."""
         per_epoch = any(
             (found := self.iterated(inner.iter)) is not None and found.kind in _LOADER_KINDS
             for inner in flat_statements(loop.body)
@@ -733,7 +748,7 @@ class _Walker(FunctionResultsMixin):
         )
         # the text is quicker to search than the tree
         text = "".join(self.ctx.source.lines[loop.lineno - 1 : loop.end_lineno])
-        return per_epoch, bool(_TRAINS.search(text))
+        return per_epoch, bool(_TRAINS.search(text)), bool(_BACKWARD.search(text))
 
     def iterated(self, node: ast.expr) -> Value | None:
         """What a loop iterates: a loader, a GPU array, or (None) something else."""
@@ -894,6 +909,7 @@ _EXPRESSION_FIELDS: dict[type[ast.AST], tuple[str, ...]] = {
 _STEP_CALL = "the training step that calls"
 # a training step or the next batch: `loss.backward()`, `next(batches)`
 _TRAINS = re.compile(r"\.backward\s*\(|(?<![.\w])next\s*\(")
+_BACKWARD = re.compile(r"\.backward\s*\(")
 # the mark of a call recorded on a guess of what it reaches
 _GUESSED = "?"
 _LOADER_KINDS = (Kind.LOADER, Kind.DEVICE_LOADER)
@@ -1034,9 +1050,14 @@ def _step_framework(qualified: str, base: ast.expr, definitions: Definitions) ->
         return next(
             (f for end, f in fw.STEP_CLASSES.items() if simple_name(base).endswith(end)), None
         )
+    last = qualified.rsplit(".", 1)[-1]
+    if last == "Callback":
+        # a Lightning Callback, however a package re-exports it: its hooks count only where
+        # their parameters are Lightning's (see `framework_step`)
+        return fw.LIGHTNING_CALLBACK
     if not qualified.startswith(fw.STEP_CLASS_MODULES):
         return None
-    return fw.STEP_CLASSES.get(qualified.rsplit(".", 1)[-1])
+    return fw.STEP_CLASSES.get(last)
 
 
 def _mapped_lambda(call: ast.Call) -> tuple[ast.Lambda, list[ast.expr], str] | None:
@@ -1060,6 +1081,18 @@ def _mapped_lambda(call: ast.Call) -> tuple[ast.Lambda, list[ast.expr], str] | N
 def _method_key(definitions: Definitions, cls: str, name: str) -> list[str]:
     resolved = definitions.method(cls, name)
     return [f"{resolved[0]}.{name}"] if resolved is not None else []
+
+
+def _compiled(function: Function) -> bool:
+    """`@numba.njit`, `@cuda.jit`, `@nb.jit(nopython=True)`: a body a JIT compiles."""
+    for decorator in function.decorator_list:
+        target = decorator.func if isinstance(decorator, ast.Call) else decorator
+        if simple_name(target) in _JIT_DECORATORS:
+            return True
+    return False
+
+
+_JIT_DECORATORS = frozenset({"jit", "njit", "vectorize", "guvectorize", "stencil", "rawkernel"})
 
 
 def _is_static(function: Function) -> bool:

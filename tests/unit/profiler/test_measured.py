@@ -42,8 +42,9 @@ def recorded(name: str) -> tuple[str, dict[str, Any]]:
 
 def merged(text: str, payload: dict[str, Any], findings: list[Finding] | None = None, **kw: Any):
     placed = place_profile(payload, split_lines(text))
-    found = analyze(text).findings if findings is None else findings
-    return merge_measured(found, placed, text, kw.pop("config", DEFAULT_CONFIG), **kw)
+    config = kw.pop("config", DEFAULT_CONFIG)
+    found = analyze(text, config).findings if findings is None else findings
+    return merge_measured(found, placed, text, config, **kw)
 
 
 def line_of(text: str, code: str) -> int:

@@ -10,7 +10,7 @@ from gpulens.analysis.context import Context, Loop
 from gpulens.analysis.model import Severity
 from gpulens.analysis.rules.common import shown
 from gpulens.analysis.rules.registry import checks, rule
-from gpulens.analysis.symbols import Kind, dotted_name, names_in
+from gpulens.analysis.symbols import Kind, Value, dotted_name, names_in
 
 ELEMENTWISE_LOOP = rule(
     "GPU009",
@@ -43,6 +43,125 @@ y = x * 2 + 1
 @checks(ast.For)
 def check_iteration(node: ast.For, ctx: Context) -> None:
     _check_iterated(node.iter, node.body, ctx)
+    _check_indexed(node, ctx)
+
+
+def _check_indexed(node: ast.For, ctx: Context) -> None:
+    """`for i in range(len(x)): … x[i] …`: the loop walks a GPU array by index, one
+    element (or row) per iteration, as iterating over it would."""
+    match node.iter, node.target:
+        case ast.Call(func=ast.Name(id="range"), args=[*_] as bounds), ast.Name(id=index) if (
+            1 <= len(bounds) <= 3
+        ):
+            pass
+        case _:
+            return
+    if len(bounds) == 3 and not (
+        isinstance(bounds[2], ast.Constant) and bounds[2].value in (1, -1)
+    ):
+        return  # `range(0, n, chunk)`: the starts of chunks
+    if ctx.scope.lookup(index) is not None or _runs_a_model(node.body, ctx):
+        return
+    reads = _element_reads(node.body, index)
+    if not reads or _steps_or_writes(node, ctx):
+        return
+    for read in reads:
+        value = ctx.value(read.value)
+        if value is None or not value.array_on_gpu:
+            continue
+        array = shown(ctx, read.value)
+        ctx.report(
+            ELEMENTWISE_LOOP,
+            node.iter,
+            f"The loop reads the {_array(value)} `{array}` one element at a time "
+            f"(`{shown(ctx, read)}`): every operation on it is a kernel launch of its own. "
+            "Express the loop body as operations on the whole array.",
+            severity=_severity(value),
+        )
+        return
+
+
+def _steps_or_writes(node: ast.For, ctx: Context) -> bool:
+    """A body that runs a whole-array algorithm per index (a filter, a solve, a function of
+    the file), or writes elements of a GPU array (reported where it writes)."""
+    index = node.target.id if isinstance(node.target, ast.Name) else ""
+    for statement in node.body:
+        for inner in ast.walk(statement):
+            if isinstance(inner, ast.Call) and (
+                _whole_operation(inner, ctx) or _calls_a_function(inner, ctx)
+            ):
+                return True
+            if isinstance(inner, ast.Call) and _reads_on_host(inner, index):
+                return True  # GPU001 reports the wait per element where it happens
+            if isinstance(inner, ast.Assign | ast.AugAssign):
+                targets = inner.targets if isinstance(inner, ast.Assign) else [inner.target]
+                for target in targets:
+                    if isinstance(target, ast.Subscript):
+                        held = ctx.value(target.value)
+                        if held is not None and held.array_on_gpu:
+                            return True
+    return False
+
+
+def _calls_a_function(call: ast.Call, ctx: Context) -> bool:
+    """`interp(x, xp, fp)`: a function the file imports from elsewhere than an array
+    library, run per index: a step on whole arrays, as far as the file tells."""
+    if not isinstance(call.func, ast.Name) or call.func.id in _BUILTINS:
+        return False
+    name = ctx.qualname(call.func)
+    return name is not None and not name.startswith(_ARRAY_LIBRARIES)
+
+
+def _reads_on_host(call: ast.Call, index: str) -> bool:
+    """`x[i].item()`, `int(x[i])`: an element read on the host at the loop's index."""
+    func = call.func
+    if isinstance(func, ast.Attribute) and func.attr in fw.SYNC_METHODS:
+        return index in names_in(func.value)
+    if isinstance(func, ast.Name) and func.id in fw.SYNC_BUILTINS:
+        return any(index in names_in(a) for a in call.args)
+    return False
+
+
+_ARRAY_LIBRARIES = ("torch.", "numpy.", "cupy.", "jax.", "math.")
+
+
+def _single_element(index: ast.expr, name: str) -> bool:
+    """`x[i]`, `x[i, j]`, `x[i + 1]`: positions only, one of them the loop's; not `x[..., i]`
+    or `x[:, i]`, a whole plane or column per iteration."""
+    parts = index.elts if isinstance(index, ast.Tuple) else [index]
+    if any(isinstance(n, ast.Slice | ast.Starred) for n in parts):
+        return False
+    if any(isinstance(n, ast.Constant) and n.value is Ellipsis for n in parts):
+        return False
+    return any(name in names_in(n) for n in parts)
+
+
+def _element_reads(body: list[ast.stmt], index: str) -> list[ast.Subscript]:
+    """The subscripts at the loop's index (`x[i]`, `x[i, j]`) the body computes with, as an
+    operand or an argument, in order; not slices it takes per iteration (`x[i : i + n]`),
+    views it only keeps (`x[i].detach()`), nor what nested definitions read."""
+    found: list[ast.Subscript] = []
+    pending: list[ast.AST] = list(reversed(body))
+    while pending:
+        node = pending.pop()
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda):
+            continue
+        match node:
+            case ast.BinOp(left=left, right=right):
+                operands: list[ast.expr] = [left, right]
+            case ast.UnaryOp(operand=operand):
+                operands = [operand]
+            case ast.Compare(left=left, comparators=comparators):
+                operands = [left, *comparators]
+            case ast.Call(args=arguments, keywords=keywords):
+                operands = [*arguments, *(k.value for k in keywords)]
+            case _:
+                operands = []
+        found.extend(
+            o for o in operands if isinstance(o, ast.Subscript) and _single_element(o.slice, index)
+        )
+        pending.extend(reversed(list(ast.iter_child_nodes(node))))
+    return found
 
 
 @checks(ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
@@ -61,10 +180,20 @@ def _check_iterated(iterated: ast.expr, body: Body, ctx: Context) -> None:
     ctx.report(
         ELEMENTWISE_LOOP,
         iterated,
-        f"Iterating over the GPU array `{shown(ctx, iterated)}` hands out its elements one "
-        "by one: every operation on them is a kernel launch of its own. Express the loop "
+        f"Iterating over the {_array(value)} `{shown(ctx, iterated)}` hands out its elements "
+        "one by one: every operation on them is a kernel launch of its own. Express the loop "
         "body as operations on the whole array.",
+        severity=_severity(value),
     )
+
+
+def _array(value: Value) -> str:
+    """How a message names an array that is on the GPU, or may be (a guess)."""
+    return "array, if on the GPU," if value.guessed else "GPU array"
+
+
+def _severity(value: Value) -> Severity | None:
+    return Severity.HINT if value.guessed else None
 
 
 def _runs_a_model(body: Body, ctx: Context) -> bool:
@@ -160,7 +289,8 @@ def check_element_write(node: ast.Assign | ast.AugAssign, ctx: Context) -> None:
         ctx.report(
             ELEMENTWISE_LOOP,
             target,
-            f"`{shown(ctx, target)} = …` writes one element of a GPU array per iteration of "
-            f"{loop.describe()}: one kernel launch each. Compute all elements with one "
-            "array operation.",
+            f"`{shown(ctx, target)} = …` writes one element of a{'n' if held.guessed else ''} "
+            f"{_array(held)} per iteration of {loop.describe()}: one kernel launch each. "
+            "Compute all elements with one array operation.",
+            severity=_severity(held),
         )

@@ -12,8 +12,9 @@ from gpulens.analysis.guards import device_test, leaves_loop
 from gpulens.analysis.model import Fix, Severity
 from gpulens.analysis.rules.common import after_loop, fix, replace, shown
 from gpulens.analysis.rules.registry import checks, rule
-from gpulens.analysis.rules.timing import in_timed_region
+from gpulens.analysis.rules.timing import in_timed_region, just_before_clock_read
 from gpulens.analysis.symbols import Kind, Value, dotted_name, names_in
+from gpulens.analysis.values import is_host_expression
 
 SYNC_IN_LOOP = rule(
     "GPU001",
@@ -95,7 +96,7 @@ def _report_sync(
     advice: str,
     subject: Value | None,
     fixes: tuple[Fix, ...] = (),
-    unsure: str = "as its use with the model the function is handed suggests",
+    unsure: str | None = None,
 ) -> None:
     """Report ``what`` (a sentence start: "`x.item()` copies a GPU value to the host and
     waits for all queued GPU work") about the GPU value ``subject``: a warning, or a hint
@@ -129,6 +130,12 @@ def _report_sync(
                 severity=Severity.HINT,
             )
         case None if subject is not None and subject.guessed:
+            if unsure is None:
+                unsure = (
+                    "as code written for NumPy or CuPy arrays allows"
+                    if subject.lib == "cupy"
+                    else "as its use with the model the function is handed suggests"
+                )
             ctx.report(
                 SYNC_IN_LOOP,
                 node,
@@ -192,12 +199,50 @@ def check_sync_call(node: ast.Call, ctx: Context) -> None:
                 unsure="as the call to `.cpu()` suggests",
             )
             return
+        if (
+            receiver is None
+            and func.attr in ("item", "tolist")
+            and not node.args
+            and loop.backward
+            and _may_be_tensor(func.value, ctx)
+        ):
+            # a loop that runs a backward pass computes autograd tensors on the model's
+            # device: a read of one is a wait per step, if that device is a GPU (a hint)
+            _report_sync(
+                node,
+                f"`{shown(ctx, node)}` copies the value to the host and waits for all queued "
+                "GPU work",
+                loop,
+                ctx,
+                advice=": the CPU stops feeding the GPU. Accumulate on the device "
+                "(`total += loss.detach()`) and read once after the loop, or every N steps.",
+                subject=Value(Kind.GPU, guessed=True),
+                unsure="as the backward pass in the loop suggests",
+            )
+            return
     name = ctx.qualname(func, through_calls=True)
     if name in fw.DEVICE_SYNC_CALLS:
         _report_device_sync(node, loop, ctx)
         return
     if isinstance(func, ast.Name) and ctx.scope.lookup(func.id) is None:
         _check_builtin(node, func.id, loop, ctx)
+
+
+def _may_be_tensor(node: ast.expr, ctx: Context) -> bool:
+    """Not a host value whatever its names hold (`len(x)`, `x.shape[0]`), nor the result
+    of a NumPy or Python function, nor a model."""
+    if is_host_expression(node):
+        return False
+    if isinstance(node, ast.Call):
+        name = ctx.qualname(node.func)
+        if name is not None and name.startswith(_HOST_LIBRARIES):
+            return False
+        if isinstance(node.func, ast.Name) and node.func.id in fw.HOST_BUILTINS:
+            return False
+    return _may_be_data(node)
+
+
+_HOST_LIBRARIES = ("numpy.", "math.", "random.", "statistics.", "time.")
 
 
 def _may_be_data(node: ast.expr) -> bool:
@@ -338,8 +383,8 @@ def check_bool_operands(node: ast.BoolOp, ctx: Context) -> None:
 @checks(ast.UnaryOp)
 def check_not(node: ast.UnaryOp, ctx: Context) -> None:
     loop = ctx.hot_loop
-    if loop is not None and isinstance(node.op, ast.Not) and ctx.on_gpu(node.operand):
-        _report_bool(node, loop, ctx)
+    if loop is not None and isinstance(node.op, ast.Not) and _tests_an_array(node.operand, ctx):
+        _report_bool(node, loop, ctx)  # (`not outputs` of a dict tests that it is empty)
 
 
 def _report_bool(node: ast.expr, loop: Loop, ctx: Context) -> None:
@@ -356,7 +401,7 @@ def _report_bool(node: ast.expr, loop: Loop, ctx: Context) -> None:
 
 
 def _report_device_sync(node: ast.Call, loop: Loop, ctx: Context) -> None:
-    if in_timed_region(node, ctx):
+    if in_timed_region(node, ctx) or just_before_clock_read(node, ctx):
         return  # the wait that makes a host clock read true
     ctx.report(
         SYNC_IN_LOOP,

@@ -260,6 +260,21 @@ def in_timed_region(node: ast.AST, ctx: Context) -> bool:
     return any(first < line for first in lines) and any(line < last for last in lines)
 
 
+def just_before_clock_read(node: ast.AST, ctx: Context) -> bool:
+    """Whether a host clock is read within the few lines after ``node`` (a sync there is
+    the barrier that makes the reading true, wherever the interval started)."""
+    owner: ast.AST = ctx.function or ctx.module_tree()
+    lines = ctx.clock_lines.get(id(owner))
+    if lines is None:
+        lines = ctx.clock_lines[id(owner)] = _clock_lines(owner, ctx)
+    line = getattr(node, "lineno", 0)
+    return any(line < clock <= line + _BARRIER_LINES for clock in lines)
+
+
+# how close after a sync a clock read must be for the sync to be its barrier
+_BARRIER_LINES = 3
+
+
 def _clock_lines(owner: ast.AST, ctx: Context) -> tuple[int, ...]:
     body = (
         owner.body if isinstance(owner, ast.Module | ast.FunctionDef | ast.AsyncFunctionDef) else []
