@@ -17,7 +17,7 @@ import pytest
 
 BENCHMARK = Path(__file__).resolve().parents[2] / "benchmarks" / "realworld.py"
 # held-out parts labeled with sites first; their findings are judged once, later
-BLIND = ("heldout2", "heldout3")
+BLIND = ("heldout2", "heldout3", "heldout4")
 
 
 def _load_benchmark():
@@ -64,9 +64,12 @@ def test_a_held_out_part_exists_beside_the_tuned_one() -> None:
     assert splits.count("tuned") >= 4
     assert splits.count("heldout2") >= 3
     assert splits.count("heldout3") >= 3
+    assert splits.count("heldout4") >= 3
 
 
-@pytest.mark.parametrize(("split", "at_least"), [("heldout2", 40), ("heldout3", 80)])
+@pytest.mark.parametrize(
+    ("split", "at_least"), [("heldout2", 40), ("heldout3", 80), ("heldout4", 80)]
+)
 def test_each_blind_part_lists_sites_of_its_own(split: str, at_least: int) -> None:
     corpus = rw.load_corpus()
     part = [p for p in corpus if p.split == split]
@@ -268,20 +271,29 @@ def test_the_report_adds_packages_up_by_split_and_by_rule() -> None:
         _package([], [("pkg/b.py", 3, "GPU001", "a sync per step")], split="heldout3"),
         [_seen("pkg/b.py", 3, "GPU001")],
     )
-    report = rw.build_report([tuned, heldout, second, third])
+    fourth = rw.score_package(
+        _package(
+            [], [("pkg/c.py", 5, "GPU008", "a copy to the host per iteration")], split="heldout4"
+        ),
+        [],
+    )
+    report = rw.build_report([tuned, heldout, second, third, fourth])
     assert report.by_split["tuned"].all.lenient == 0.0
     assert report.by_split["heldout"].all.strict == 1.0
     assert report.total.all.lenient == pytest.approx(0.5)
     assert report.by_rule["GPU001"].all.findings == 3  # the heldout3 one is unlabeled
     assert report.by_split["heldout2"].all.recall == 0.0
     assert report.by_split["heldout3"].all.recall == 1.0
-    assert report.total.all.recall == pytest.approx(2 / 3)
+    assert report.by_split["heldout4"].all.recall == 0.0
+    assert report.total.all.recall == pytest.approx(2 / 4)
     text = rw.format_text(report)
     assert "heldout part" in text and "GPU001" in text
     assert "all, heldout2 part" in text and "demo-heldout2 (heldout2)" in text
     assert "shown, heldout3 part" in text and "demo-heldout3 (heldout3)" in text
+    assert "all, heldout4 part" in text and "demo-heldout4 (heldout4)" in text
     # the parts come in their fixed order, the newest last
     assert text.index("all, heldout2 part") < text.index("all, heldout3 part")
+    assert text.index("all, heldout3 part") < text.index("all, heldout4 part")
 
 
 def test_hints_are_scored_apart_from_the_findings_shown_by_default() -> None:
