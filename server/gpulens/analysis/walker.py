@@ -358,8 +358,10 @@ class _Walker(FunctionResultsMixin):
                     self.ctx.timers -= timer
             case ast.Try() | ast.TryStar():
                 entry = self.evaluator.scope.snapshot()
+                imported_before = dict(self.ctx.imports.aliases)
                 self.block(node.body)
                 self.block(node.orelse)
+                cupy_here = cupy_bound(imported_before, self.ctx.imports.aliases)
                 branches = [self.evaluator.scope.snapshot()]
                 for handler in node.handlers:
                     # a handler runs when the body failed, often before its bindings happened
@@ -369,6 +371,11 @@ class _Walker(FunctionResultsMixin):
                     if handler.name:
                         self.bind(handler.name, None)
                     self.block(handler.body)
+                    if cupy_here and catches_import_error(handler):
+                        # `try: import cupy as np / except ImportError: import numpy as np`:
+                        # where CuPy imports, the code runs on it, and that is the run whose
+                        # GPU costs matter; the fallback does not rename the module
+                        self.ctx.imports.bind_all(cupy_here.items())
                     branches.append(self.evaluator.scope.snapshot())
                 self.join(*branches)
                 self.block(node.finalbody)
@@ -1101,3 +1108,22 @@ def _is_static(function: Function) -> bool:
 
 def _is_progress(func: ast.expr) -> bool:
     return simple_name(func).lower().startswith(_PROGRESS)
+
+
+def cupy_bound(before: dict[str, str], after: dict[str, str]) -> dict[str, str]:
+    """The names a block bound to CuPy (or a CuPy module) that were not bound so before."""
+    return {
+        name: target
+        for name, target in after.items()
+        if (target == "cupy" or target.startswith("cupy.")) and before.get(name) != target
+    }
+
+
+def catches_import_error(handler: ast.ExceptHandler) -> bool:
+    """Whether an `except` clause catches a failed import (bare, ImportError, its subclass
+    ModuleNotFoundError, or Exception)."""
+    if handler.type is None:
+        return True
+    kinds = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+    caught = {"ImportError", "ModuleNotFoundError", "Exception", "BaseException"}
+    return any(isinstance(kind, ast.Name) and kind.id in caught for kind in kinds)
