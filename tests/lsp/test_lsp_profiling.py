@@ -451,3 +451,16 @@ async def test_a_bad_ranks_setting_is_refused_with_its_name(
     finally:
         await settings_changed(client, {"profile": {"timeoutSeconds": TIMEOUT_S}})
     assert any("gpulens.profile.ranks" in m for m in messages_since(client, shown))
+
+
+async def test_a_bad_memory_setting_is_refused_with_its_name(
+    client: ProfilingClient, folder: Path
+) -> None:
+    shown = len(client.messages)
+    await settings_changed(client, {"profile": {"timeoutSeconds": TIMEOUT_S, "memory": "most"}})
+    try:
+        await wait_until(lambda: len(client.messages) > shown)
+    finally:
+        await settings_changed(client, {"profile": {"timeoutSeconds": TIMEOUT_S}})
+    said = messages_since(client, shown)
+    assert any("gpulens.profile.memory" in m and "reserved, all, off" in m for m in said), said

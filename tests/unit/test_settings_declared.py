@@ -26,3 +26,12 @@ def test_every_server_setting_is_declared_with_its_bounds() -> None:
         for bound in ("minimum", "maximum", "exclusiveMinimum", "enum"):
             if bound in setting.schema:
                 assert properties[name].get(bound) == setting.schema[bound], (name, bound)
+
+
+def test_the_memory_setting_offers_what_the_profiler_records() -> None:
+    from gpulens.lsp.schema import PROFILE_MEMORY_VIEWS
+    from gpulens.profiler.capture import MEMORY_BY_DEFAULT, MEMORY_CHOICES
+
+    assert set(PROFILE_MEMORY_VIEWS) == set(MEMORY_CHOICES)
+    memory = next(s for s in SETTINGS if s.name == "profile.memory")
+    assert memory.default == MEMORY_BY_DEFAULT

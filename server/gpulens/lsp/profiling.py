@@ -239,6 +239,7 @@ class ProfileRequest:
     timeout_s: float | None
     label: str  # "cell 2 of train.py", for the progress title
     ranks: int | None = None  # run as the ranks of one torchrun job
+    memory: str = "reserved"  # the GPU memory views recorded (`gpulens.profile.memory`)
 
     def start(self) -> BackgroundProfile:
         # the profiler loads with the first profile, not with the server
@@ -252,6 +253,7 @@ class ProfileRequest:
             timeout=self.timeout_s,
             cwd=os.path.dirname(os.path.abspath(self.path)),
             nproc_per_node=self.ranks,
+            memory=self.memory,
         )
 
 
@@ -431,7 +433,14 @@ async def run_profile_command(ls: Any, uri: str, line: int) -> dict[str, Any]:
         if ranks is not None:
             label = f"{label} as {ranks} rank{'s' if ranks > 1 else ''}"
         request = ProfileRequest(
-            path, text, line, python, settings.profile_timeout_seconds, label, ranks
+            path,
+            text,
+            line,
+            python,
+            settings.profile_timeout_seconds,
+            label,
+            ranks,
+            settings.profile_memory,
         )
         payload = await _profile(ls, request)
         if text is not None:

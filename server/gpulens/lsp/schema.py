@@ -15,6 +15,9 @@ from gpulens.device.intervals import MIN_INTERVAL_S as MIN_STATUS_INTERVAL_S
 from gpulens.profiler.timeouts import DEFAULT_TIMEOUT_S
 
 SECTION = "gpulens"
+# the GPU memory views a profile records (`profiler.capture.MEMORY_CHOICES`, which the server
+# does not import at start; a unit test keeps the two equal)
+PROFILE_MEMORY_VIEWS = ("reserved", "all", "off")
 # most processes `gpulens.profile.ranks` may start on one machine
 MAX_RANKS = 64
 
@@ -83,6 +86,14 @@ SETTINGS: tuple[Setting, ...] = (
         "Processes a profiled cell runs as when it (or a cell above it) calls "
         "init_process_group: the ranks of one torchrun job, profiled each and merged. "
         "Unset: one per GPU the server sees.",
+    ),
+    Setting(
+        "profile.memory",
+        {"type": "string", "enum": list(PROFILE_MEMORY_VIEWS)},
+        "reserved",
+        "GPU memory per line: \"reserved\", the driver's view (CUPTI's memory records, any "
+        'framework); "all", torch\'s caching allocator as well (what tensors hold; it costs '
+        'more on a cell of many small launches); "off".',
     ),
 )
 

@@ -33,7 +33,12 @@ from gpulens.analysis.config import (
     parse_severities,
 )
 from gpulens.analysis.model import Severity
-from gpulens.lsp.schema import DEFAULT_STATUS_INTERVAL_S, MAX_RANKS, SECTION
+from gpulens.lsp.schema import (
+    DEFAULT_STATUS_INTERVAL_S,
+    MAX_RANKS,
+    PROFILE_MEMORY_VIEWS,
+    SECTION,
+)
 from gpulens.lsp.trust import workspace_trust
 
 if TYPE_CHECKING:
@@ -63,6 +68,8 @@ class EditorSettings:
     profile_timeout_seconds: float | None = None
     # ranks a cell that calls `init_process_group` runs as; None: one per visible GPU
     profile_ranks: int | None = None
+    # the GPU memory views a profile records (`schema.PROFILE_MEMORY_VIEWS`)
+    profile_memory: str = "reserved"
 
 
 def _flatten(raw: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -94,6 +101,17 @@ def _ranks(value: object) -> int | None:
     return value
 
 
+def _memory_views(value: object) -> str:
+    if value is None:
+        return "reserved"
+    if value not in PROFILE_MEMORY_VIEWS:
+        raise ConfigError(
+            f"gpulens.profile.memory must be one of {', '.join(PROFILE_MEMORY_VIEWS)}, "
+            f"got {value!r}"
+        )
+    return str(value)
+
+
 def plain(value: object) -> object:
     """JSON-like data as dicts and lists (pygls may hand over namedtuples for JSON objects)."""
     if hasattr(value, "_asdict"):
@@ -121,6 +139,7 @@ _PARSERS: dict[str, Callable[[Any], dict[str, Any]]] = {
         else _positive_number(v, "gpulens.profile.timeoutSeconds")
     },
     "profile.ranks": lambda v: {"profile_ranks": _ranks(v)},
+    "profile.memory": lambda v: {"profile_memory": _memory_views(v)},
 }
 
 
