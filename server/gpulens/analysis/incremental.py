@@ -59,23 +59,7 @@ MAX_MERGE = 8
 
 def block_starts(lines: list[str]) -> list[int]:
     """Lines where a top-level statement (with its decorators) starts; the first is 0."""
-    starts = [0]
-    decorating = False  # the current block so far holds only decorators
-    in_string = False  # inside a triple-quoted string (a rough count; merging repairs misses)
-    for index, line in enumerate(lines):
-        quotes = len(_TRIPLE_QUOTE.findall(line)) if ('"""' in line or "'''" in line) else 0
-        was_in_string = in_string
-        if quotes % 2:
-            in_string = not in_string
-        if was_in_string or not line or line[0] in " \t\r\n#" or _CONTINUES.match(line):
-            continue
-        if decorating:
-            decorating = line.startswith("@")
-            continue
-        if index:
-            starts.append(index)
-        decorating = line.startswith("@")
-    return starts
+    return _resume_starts(lines, 0, len(lines), set())[0]
 
 
 def _common_ends(old: str, new: str) -> tuple[int, int]:
@@ -104,12 +88,13 @@ def _common_ends(old: str, new: str) -> tuple[int, int]:
 def _resume_starts(
     lines: list[str], begin: int, changed_end: int, old_starts: set[int]
 ) -> tuple[list[int], int]:
-    """`block_starts` read from line ``begin`` (a block's first line: the reading is in no
-    string and no decorator there), until a line past ``changed_end`` where the old text's
-    reading started a block and this one is clean again: from there on the two agree. The
-    starts found, and that line (or the end)."""
+    """The lines where top-level statements start, read from line ``begin`` (a block's first
+    line: the reading is in no string and no decorator there), until a line past
+    ``changed_end`` where the old text's reading started a block and this one is clean
+    again: from there on the two agree. The starts found, and that line (or the end)."""
     starts = [begin]
-    decorating = in_string = False
+    decorating = False  # the current block so far holds only decorators
+    in_string = False  # inside a triple-quoted string (a rough count; merging repairs misses)
     for index in range(begin, len(lines)):
         clean = not in_string and not decorating
         if clean and index > begin and index >= changed_end and index in old_starts:
