@@ -84,31 +84,48 @@ def line_of(marker: str) -> int:
     return next(i for i, text in enumerate(DDP_STEP.splitlines(), 1) if marker in text)
 
 
-@pytest.fixture(scope="module")
-def ddp_profile(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    folder = tmp_path_factory.mktemp("ddp")
-    script = folder / "ddp_step.py"
-    script.write_text(DDP_STEP, encoding="utf-8")
-    job = plan_job(str(script), DDP_STEP, cell=1)
-    job["keep_capture"] = True
-    payload = run_ranks(job, 2, sys.executable, 300, cwd=str(folder))
-    print(payload.get("output", "")[-2000:])
+def profiled_job(
+    folder: Path,
+    script_name: str,
+    source: str,
+    ranks: int,
+    *,
+    recorded: dict[str, Any] | None = None,
+    timeout: float = 300,
+) -> dict[str, Any]:
+    """`source` saved as `folder/script_name`, its cell 1 run as `ranks` ranks. With
+    `recorded` (the recording's name and the figures known by construction) and
+    GPULENS_FIXTURE_DIR set, each rank's raw capture is saved there for the replay tests."""
+    script = folder / script_name
+    script.write_text(source, encoding="utf-8")
+    job = plan_job(str(script), source, cell=1)
+    job["keep_capture"] = recorded is not None
+    payload = run_ranks(job, ranks, sys.executable, timeout, cwd=str(folder))
+    print(payload.get("output", "")[-3000:])
     fixtures = os.environ.get("GPULENS_FIXTURE_DIR")
-    if fixtures:
+    if fixtures and recorded is not None:
         os.makedirs(fixtures, exist_ok=True)
         fixture = {
-            "name": "ddp_two_ranks",
+            "name": recorded["name"],
             "filename": str(script),
-            "source": DDP_STEP,
+            "source": source,
             "cell": job["target"]["cell"],
             "first_line": job["target"]["first_line"],
-            "steps": STEPS,
-            "param_bytes": PARAM_BYTES,
+            **{key: value for key, value in recorded.items() if key != "name"},
             "ranks": payload.get("rank_captures"),
         }
-        with gzip.open(Path(fixtures) / "ddp_two_ranks.json.gz", "wt", encoding="utf-8") as out:
+        path = Path(fixtures) / f"{recorded['name']}.json.gz"
+        with gzip.open(path, "wt", encoding="utf-8") as out:
             json.dump(fixture, out, separators=(",", ":"))
     return payload
+
+
+@pytest.fixture(scope="module")
+def ddp_profile(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    recorded = {"name": "ddp_two_ranks", "steps": STEPS, "param_bytes": PARAM_BYTES}
+    return profiled_job(
+        tmp_path_factory.mktemp("ddp"), "ddp_step.py", DDP_STEP, 2, recorded=recorded
+    )
 
 
 def test_both_ranks_report_on_two_gpus(ddp_profile: dict[str, Any]) -> None:
@@ -180,28 +197,9 @@ FOUR_RANKS = textwrap.dedent(
 @pytest.fixture(scope="module")
 def four_ranks(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """Four ranks on two GPUs (two a GPU: NCCL refuses that, gloo does not)."""
+    recorded = {"name": "four_ranks", "steps": STEPS}
     folder = tmp_path_factory.mktemp("four")
-    script = folder / "four_ranks.py"
-    script.write_text(FOUR_RANKS, encoding="utf-8")
-    job = plan_job(str(script), FOUR_RANKS, cell=1)
-    job["keep_capture"] = True
-    payload = run_ranks(job, 4, sys.executable, 300, cwd=str(folder))
-    print(payload.get("output", "")[-2000:])
-    fixtures = os.environ.get("GPULENS_FIXTURE_DIR")
-    if fixtures:
-        os.makedirs(fixtures, exist_ok=True)
-        fixture = {
-            "name": "four_ranks",
-            "filename": str(script),
-            "source": FOUR_RANKS,
-            "cell": job["target"]["cell"],
-            "first_line": job["target"]["first_line"],
-            "steps": STEPS,
-            "ranks": payload.get("rank_captures"),
-        }
-        with gzip.open(Path(fixtures) / "four_ranks.json.gz", "wt", encoding="utf-8") as out:
-            json.dump(fixture, out, separators=(",", ":"))
-    return payload
+    return profiled_job(folder, "four_ranks.py", FOUR_RANKS, 4, recorded=recorded)
 
 
 def four_line(marker: str) -> int:
@@ -253,11 +251,7 @@ STUCK = textwrap.dedent(
 def test_a_rank_left_in_a_collective_by_a_failed_one_still_reports(tmp_path: Path) -> None:
     """Rank 1 raises; rank 0 waits in an all-reduce it will never finish. Torch's launcher
     sends it SIGTERM; its lines are reported all the same, and why it was stopped."""
-    script = tmp_path / "stuck.py"
-    script.write_text(STUCK, encoding="utf-8")
-    job = plan_job(str(script), STUCK, cell=1)
-    payload = run_ranks(job, 2, sys.executable, 120, cwd=str(tmp_path))
-    print(payload.get("output", "")[-3000:])
+    payload = profiled_job(tmp_path, "stuck.py", STUCK, 2, timeout=120)
     assert payload["ranks"]["reported"] == [0, 1], payload["ranks"]
     assert "rank 1 fails at step 5" in payload["error"]["message"]
     item = next(
