@@ -1,6 +1,8 @@
-"""The editors' "Profile cell" on a cell set up as a distributed job, on GPUs: the language
-server finds `init_process_group` in the cells, starts one rank per visible GPU through
-torch's launcher and answers with the merged payload (run with `pytest -m gpu tests/lsp`)."""
+"""The editors' "Profile cell" on GPUs, through a real LSP client (run with `pytest -m gpu
+tests/lsp`): on a cell set up as a distributed job the language server finds
+`init_process_group` in the cells, starts one rank per visible GPU through torch's launcher
+and answers with the merged payload; `gpulens.profile.memory` chooses the GPU memory views
+recorded ("all" adds torch's caching allocator to the driver's view, "off" records none)."""
 
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ import pytest
 import pytest_lsp
 from lsp_helpers import RecordingClient, open_document, uri_in
 from lsprotocol import types
-from test_lsp_profiling import CONFIG, profiling_params
+from test_lsp_profiling import CONFIG, profiling_params, settings_changed
 
 
 def _gpu_count() -> int:
@@ -65,20 +67,26 @@ async def client(lsp_client: RecordingClient, tmp_path: Path):
     await lsp_client.shutdown_session()
 
 
+async def profile_cell(client: RecordingClient, uri: str, line: int) -> dict[str, Any]:
+    """The payload "Profile cell" answers for the cell holding `line` (0-based)."""
+    payload: dict[str, Any] = await asyncio.wait_for(
+        client.workspace_execute_command_async(
+            types.ExecuteCommandParams(
+                command="gpulens.profileCell", arguments=[{"uri": uri, "line": line}]
+            )
+        ),
+        300,
+    )
+    return payload
+
+
 async def test_profile_cell_runs_one_rank_per_gpu_and_merges_them(
     client: RecordingClient, tmp_path: Path
 ) -> None:
     uri = uri_in(tmp_path, "ddp.py")
     open_document(client, uri, DDP)
     loop_line = DDP.splitlines().index(f"for step in range({STEPS}):")  # 0-based
-    payload: dict[str, Any] = await asyncio.wait_for(
-        client.workspace_execute_command_async(
-            types.ExecuteCommandParams(
-                command="gpulens.profileCell", arguments=[{"uri": uri, "line": loop_line}]
-            )
-        ),
-        300,
-    )
+    payload = await profile_cell(client, uri, loop_line)
     assert payload["error"] is None, payload["error"]
     assert payload["ranks"]["world_size"] == GPUS
     assert payload["ranks"]["reported"] == list(range(GPUS))
@@ -86,3 +94,34 @@ async def test_profile_cell_runs_one_rank_per_gpu_and_merges_them(
     item = lines[loop_line + 4]  # `total = loss.item()`, 1-based
     assert item["hits"] == STEPS * GPUS
     assert item["syncs"]["count"] == STEPS * GPUS
+
+
+CELLS = textwrap.dedent(
+    """
+    import torch
+    torch.zeros(1, device="cuda")
+    # %%
+    x = torch.empty(2**28, device="cuda")  # alloc
+    del x
+    torch.cuda.synchronize()
+    """
+).lstrip("\n")
+
+
+async def profiled_views(client: RecordingClient, tmp_path: Path, memory: str) -> set[str]:
+    await settings_changed(client, {"profile": {"timeoutSeconds": 240, "memory": memory}})
+    uri = uri_in(tmp_path, f"memory_{memory}.py")
+    open_document(client, uri, CELLS)
+    line = CELLS.splitlines().index('x = torch.empty(2**28, device="cuda")  # alloc')
+    payload = await profile_cell(client, uri, line)
+    assert payload["error"] is None, payload["error"]
+    alloc = next(entry for entry in payload["lines"] if entry["line"] == line + 1)
+    return set(alloc.get("memory") or {})
+
+
+async def test_the_memory_setting_chooses_the_views_recorded(
+    client: RecordingClient, tmp_path: Path
+) -> None:
+    assert await profiled_views(client, tmp_path, "reserved") == {"reserved"}
+    assert await profiled_views(client, tmp_path, "all") == {"allocated", "reserved"}
+    assert await profiled_views(client, tmp_path, "off") == set()
