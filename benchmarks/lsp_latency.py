@@ -41,6 +41,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from versions import with_server
+
 GPULENS = [sys.executable, "-P", "-m", "gpulens", "serve"]
 BARE_SERVER = """\
 from pygls.lsp.server import LanguageServer
@@ -391,11 +393,7 @@ Row = tuple[str, float, float | None]
 
 def server_env(path: str | None) -> dict[str, str] | None:
     """The environment of a server run from the source folder ``path`` (None: this one)."""
-    if path is None:
-        return None
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [path, env.get("PYTHONPATH")]))
-    return env
+    return None if path is None else with_server(path)
 
 
 async def run(starts: int, keystrokes: int, seed: int, compare: str | None) -> list[Row]:

@@ -19,14 +19,10 @@ older one: `git archive <rev> server | tar -x -C /tmp/before`) in the same run, 
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import statistics
-import subprocess
 import sys
-from pathlib import Path
 
-SERVER = Path(__file__).resolve().parents[1] / "server"
+from versions import alternated, run_json, versions
 
 # one run, in a fresh interpreter: prints the seconds of the plain cell and of each profile
 RUN = """\
@@ -54,23 +50,6 @@ print(json.dumps(figures))
 """
 
 
-def one_run(backend: str, pause: float, server: str) -> dict[str, float]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [server, env.get("PYTHONPATH")]))
-    done = subprocess.run(
-        [sys.executable, "-c", RUN, backend, str(pause)],
-        capture_output=True,
-        text=True,
-        env=env,
-        check=False,
-        timeout=300,
-    )
-    if done.returncode:
-        raise SystemExit(f"the run failed: {done.stderr.strip()[-800:]}")
-    figures: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
-    return figures
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=7)
@@ -79,18 +58,17 @@ def main() -> int:
     parser.add_argument("--compare", metavar="SERVER_DIR", help="also measure this gpulens")
     options = parser.parse_args()
     pause = 0.0 if options.cold else 1.0
-    versions = [("gpulens", str(SERVER))]
-    if options.compare:
-        versions.append(("compared", options.compare))
-    runs: dict[str, list[dict[str, float]]] = {label: [] for label, _ in versions}
-    for _ in range(options.runs):  # alternated, so a load spike hits each alike
-        for label, server in versions:
-            runs[label].append(one_run(options.backend, pause, server))
+    compared = versions(options.compare)
+    runs = alternated(
+        options.runs,
+        compared,
+        lambda server: run_json(RUN, [options.backend, str(pause)], server, timeout=300),
+    )
     print(
         f"Python {sys.version.split()[0]}, {options.backend} backend, {options.runs} fresh "
         f"kernels, {'no pause' if options.cold else f'{pause:g} s'} after %load_ext"
     )
-    for label, _ in versions:
+    for label, _ in compared:
         done = runs[label]
         plain = statistics.median(run["plain"] for run in done)
         first = statistics.median(run["first"] - run["plain"] for run in done)

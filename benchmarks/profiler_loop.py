@@ -16,14 +16,10 @@ on Python 3.12 (`sys.monitoring`). The hits of the loop's lines are checked exac
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import statistics
-import subprocess
 import sys
-from pathlib import Path
 
-SERVER = Path(__file__).resolve().parents[1] / "server"
+from versions import alternated, run_json, versions
 
 RUN = """\
 import json, sys, time
@@ -51,42 +47,24 @@ print(json.dumps(figures))
 """
 
 
-def one_rep(iterations: int, server: str) -> dict[str, float]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [server, env.get("PYTHONPATH")]))
-    done = subprocess.run(
-        [sys.executable, "-c", RUN, str(iterations)],
-        capture_output=True,
-        text=True,
-        env=env,
-        check=False,
-        timeout=900,
-    )
-    if done.returncode:
-        raise SystemExit(f"the run failed: {done.stderr.strip()[-800:]}")
-    figures: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
-    return figures
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--iterations", type=int, default=1_500_000)
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--compare", metavar="SERVER_DIR", help="also measure this gpulens")
     options = parser.parse_args()
-    versions = [("gpulens", str(SERVER))]
-    if options.compare:
-        versions.append(("compared", options.compare))
-    runs: dict[str, list[dict[str, float]]] = {label: [] for label, _ in versions}
-    for _ in range(options.reps):  # alternated, so a load spike hits each alike
-        for label, server in versions:
-            runs[label].append(one_rep(options.iterations, server))
+    compared = versions(options.compare)
+    runs = alternated(
+        options.reps,
+        compared,
+        lambda server: run_json(RUN, [str(options.iterations)], server, timeout=900),
+    )
     method = "sys.monitoring" if sys.version_info >= (3, 12) else "sys.settrace"
     print(
         f"Python {sys.version.split()[0]} ({method}), {options.iterations:,} iterations "
         f"({2 * options.iterations + 1:,} line events), {options.reps} reps"
     )
-    for label, _ in versions:
+    for label, _ in compared:
         reps = runs[label]
         plain = statistics.median(r["plain"] for r in reps)
         print(f"{label}: plain {plain:.3f} s")
