@@ -498,18 +498,28 @@ async def measure(client: EditorClient, command: types.Command) -> dict[str, Any
     )
 
 
-async def test_measuring_a_fix_runs_both_versions_and_applies_the_fix_on_request(
-    measuring_client: EditorClient, tmp_path: Path
-) -> None:
-    client = measuring_client
-    text = TRAIN.format(costs="")
-    path = tmp_path / "train.py"
+async def training_cell(
+    client: EditorClient, tmp_path: Path, name: str, costs: str
+) -> tuple[Path, str, str, types.Diagnostic, types.Command]:
+    """The training cell (with `costs` set in its stand-in torch) saved as `name` and opened:
+    its path, text, URI, its one finding, and that finding's "Measure this fix" command."""
+    text = TRAIN.format(costs=costs)
+    path = tmp_path / name
     path.write_text(text, encoding="utf-8")
     uri = path.as_uri()
     open_document(client, uri, text)
     (diagnostic,) = (await wait_for_published(client, uri)).diagnostics
+    line = diagnostic.range.start.line
+    command = await measure_action(client, uri, (line, 20), [diagnostic])
+    return path, text, uri, diagnostic, command
+
+
+async def test_measuring_a_fix_runs_both_versions_and_applies_the_fix_on_request(
+    measuring_client: EditorClient, tmp_path: Path
+) -> None:
+    client = measuring_client
+    path, text, uri, diagnostic, command = await training_cell(client, tmp_path, "train.py", "")
     assert diagnostic.code == "GPU001" and diagnostic.range.start.line == SYNC_LINE
-    command = await measure_action(client, uri, (SYNC_LINE, 20), [diagnostic])
 
     client.answer, asked, applied = "Apply fix", len(client.asked), len(client.applied)
     tokens = set(client.progress_reports)
@@ -547,14 +557,8 @@ async def test_a_fix_that_costs_more_than_it_saves_is_said_to_be_slower(
 ) -> None:
     client = measuring_client
     # reads cost nothing here and the fix's `.detach()` 2 ms each: the "fix" makes it slower
-    text = TRAIN.format(costs="torch.SYNC_S, torch.DETACH_S = 0.0, 0.002\n")
-    path = tmp_path / "slower.py"
-    path.write_text(text, encoding="utf-8")
-    uri = path.as_uri()
-    open_document(client, uri, text)
-    (diagnostic,) = (await wait_for_published(client, uri)).diagnostics
-    line = diagnostic.range.start.line
-    command = await measure_action(client, uri, (line, 20), [diagnostic])
+    costs = "torch.SYNC_S, torch.DETACH_S = 0.0, 0.002\n"
+    *_, command = await training_cell(client, tmp_path, "slower.py", costs)
     client.answer, asked = None, len(client.asked)
     result = await measure(client, command)
     assert result["verdict"] == "slower", result["message"]
@@ -570,13 +574,7 @@ async def test_a_fix_that_breaks_the_cell_is_reported_and_not_offered(
 ) -> None:
     client = measuring_client
     # the stand-in has no `.double()` here: the fixed cell raises
-    text = TRAIN.format(costs="del torch.Tensor.double\n")
-    path = tmp_path / "broken.py"
-    path.write_text(text, encoding="utf-8")
-    uri = path.as_uri()
-    open_document(client, uri, text)
-    (diagnostic,) = (await wait_for_published(client, uri)).diagnostics
-    command = await measure_action(client, uri, (diagnostic.range.start.line, 20), [diagnostic])
+    *_, command = await training_cell(client, tmp_path, "broken.py", "del torch.Tensor.double\n")
     messages = len(client.messages)
     result = await measure(client, command)
     assert result["verdict"] == "failed" and not result["apply"]
