@@ -50,16 +50,18 @@ def profile(
     namespace: dict[str, Any],
     backend: str = "cupti",
     memory: str = "all",
+    sample: bool = True,
 ) -> tuple[Any, dict[str, Any], dict[int, dict[str, Any]]]:
     """Profiles `source` (lines numbered from 1) in `namespace`, with both views of GPU
-    memory unless `memory` says otherwise; (capture, payload, by line)."""
+    memory unless `memory` says otherwise, a Python-heavy stretch's lines sampled unless
+    `sample` is False; (capture, payload, by line)."""
     source = textwrap.dedent(source).strip("\n") + "\n"
     # a real file, as the CLI gives: torch.profiler keeps no stack frames of "<...>" code
     filename = os.path.join(tempfile.gettempdir(), f"gpulens_test_{name}.py")
     with open(filename, "w", encoding="utf-8") as handle:
         handle.write(source)
     code = compile(source, filename, "exec")
-    capture = profile_code(code, namespace, backend, memory=memory)
+    capture = profile_code(code, namespace, backend, memory=memory, sample=sample)
     attributed = attribute_records(capture.timeline, capture.records)
     payload = build_payload(
         attributed,
@@ -533,16 +535,19 @@ torch.cuda.synchronize()
 def test_a_long_python_loop_keeps_memory_flat_and_its_launches_on_their_line(
     torch: Any, backend: str
 ) -> None:
-    """3M line events with a launch every 100k iterations: the line timeline is folded
-    dozens of times and its oldest segments dropped (after CUPTI's completed buffers are
-    placed); every kernel still lands on the launching line, and memory stays flat."""
+    """3M line events with a launch every 100k iterations, every run recorded: the line
+    timeline is folded dozens of times and its oldest segments dropped (after CUPTI's
+    completed buffers are placed); every kernel still lands on the launching line, and
+    memory stays flat."""
     import resource
 
     steps, every = 1_500_000, 100_000
     namespace = {"torch": torch, "x": torch.ones(1000, device="cuda"), "steps": steps}
     namespace["every"] = every
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    capture, payload, lines = profile(f"long_loop_{backend}", LONG_LOOP, namespace, backend)
+    capture, payload, lines = profile(
+        f"long_loop_{backend}", LONG_LOOP, namespace, backend, sample=False
+    )
     grew_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
     print(f"[long_loop_{backend}] peak grew {grew_mb:.1f} MB")
     assert capture.backend == backend, capture.warnings
@@ -555,6 +560,29 @@ def test_a_long_python_loop_keeps_memory_flat_and_its_launches_on_their_line(
     assert payload["unattributed"]["kernels"] == 0
     assert lines[line_of(LONG_LOOP, "total += i")]["hits"] == steps
     assert grew_mb <= 50
+
+
+@needs_cupti
+@pytest.mark.parametrize("backend", ["cupti", "torch"])
+def test_a_sampled_python_loop_keeps_its_launches_exact(torch: Any, backend: str) -> None:
+    """The same loop with its fast lines sampled (`gpulens.profiler.sampling`): the branch
+    taken every 100k iterations stays recorded whole, so its runs and every kernel it
+    launched are exact and placed on it; the loop's own lines show the runs recorded."""
+    steps, every = 1_500_000, 100_000
+    namespace = {"torch": torch, "x": torch.ones(1000, device="cuda"), "steps": steps}
+    namespace["every"] = every
+    capture, payload, lines = profile(f"sampled_loop_{backend}", LONG_LOOP, namespace, backend)
+    assert capture.backend == backend, capture.warnings
+    loop = [line_of(LONG_LOOP, text) for text in ("for i in", "total += i", "if i % every")]
+    assert capture.timeline["sampled"] == loop
+    launch = lines[line_of(LONG_LOOP, "# launch")]
+    assert launch["hits"] == steps // every and "sampled" not in launch
+    assert launch["kernels"]["count"] == steps // every
+    assert sum(line["kernels"]["count"] for line in payload["lines"]) == steps // every
+    assert payload["unattributed"]["kernels"] == 0
+    assert 0 < lines[line_of(LONG_LOOP, "total += i")]["hits"] < steps
+    (note,) = [w for w in payload["warnings"] if "ran too often and too fast" in w]
+    assert "not placed" not in note
 
 
 # -- GPU memory per line, and the GPU's idle time -------------------------------------------------

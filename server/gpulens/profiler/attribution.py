@@ -34,6 +34,7 @@ where no memory was recorded) and its own time and the GPU's idle time within it
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Mapping, Sequence
 from typing import Any, TypedDict
 
@@ -65,6 +66,16 @@ class Attribution(TypedDict):
     end: int
     memory: MemoryAttribution
     idle: Idle | None
+    sampled: Sampled
+
+
+class Sampled(TypedDict):
+    """The lines of a Python-heavy stretch that ran unrecorded between recorded stretches
+    (`gpulens.profiler.sampling`): how long, and the API calls made then (not placed)."""
+
+    lines: list[int]
+    quiet_ns: int
+    calls: int
 
 
 class CallLines(TypedDict):
@@ -126,6 +137,19 @@ def line_of_calls(
     return found
 
 
+def calls_within(api: Mapping[str, Sequence[Any]], stretches: Sequence[tuple[int, int]]) -> int:
+    """How many API calls (by correlation id) began within one of `stretches` (sorted)."""
+    if not stretches:
+        return 0
+    starts = [begin for begin, _ in stretches]
+    found = set()
+    for corr, begin in zip(api.get("corr", ()), api.get("start", ()), strict=True):
+        i = bisect_right(starts, begin) - 1
+        if i >= 0 and begin < stretches[i][1]:
+            found.add(corr)
+    return len(found)
+
+
 def without_polls(
     syncs: Mapping[str, Sequence[Any]], called: set[int]
 ) -> tuple[dict[str, list[Any]], int]:
@@ -169,6 +193,9 @@ def attribute_records(events: LineEvents | Timeline, records: Mapping[str, Any])
 
     for line, count in hits.items():
         cost_of(line)["hits"] = count
+    quiet = timeline.get("quiet") or []
+    for line in timeline.get("sampled") or []:
+        cost_of(line)["sampled"] = True
     for line, ns in host.items():
         cost_of(line)["host_ns"] = ns
 
@@ -226,6 +253,11 @@ def attribute_records(events: LineEvents | Timeline, records: Mapping[str, Any])
         cost["own_ns"] = None if idle is None else idle["own"].get(line, 0)
         cost["gpu_idle_ns"] = None if idle is None else idle["idle"].get(line, 0)
 
+    sampled = Sampled(
+        lines=list(timeline.get("sampled") or []),
+        quiet_ns=sum(end - begin for begin, end in quiet),
+        calls=calls_within(api, quiet),
+    )
     return Attribution(
         lines=[costs[line] for line in sorted(costs)],
         unattributed=unattributed,
@@ -238,4 +270,5 @@ def attribute_records(events: LineEvents | Timeline, records: Mapping[str, Any])
         end=end,
         memory=memory,
         idle=idle,
+        sampled=sampled,
     )

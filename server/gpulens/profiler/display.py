@@ -80,6 +80,27 @@ def made_device_work(line: PayloadLine) -> bool:
     return any(kind.made_work(line) for kind in schema.RECORD_KINDS)
 
 
+SAMPLED_HOVER = (
+    "sampled: this line ran too often and too fast to record every run; past the cell's "
+    "first line events, its runs were recorded in stretches, the count is of the runs "
+    "recorded and the host time between them is estimated from them"
+)
+
+
+def runs(line: PayloadLine, word: str) -> str:
+    """ "200 hits"; "59k+ hits" for a sampled line, whose count is of the runs recorded."""
+    count = line.get("hits", 0)
+    if line.get("sampled"):
+        return f"{short_count(count)}+ {word}s"
+    return plural(count, word)
+
+
+def host_time(line: PayloadLine) -> str:
+    """ "51 ms"; "≈51 ms" for a sampled line, whose host time is partly estimated."""
+    figure = short_seconds(line.get("host_s", 0))
+    return f"≈{figure}" if line.get("sampled") else figure
+
+
 def line_label(line: PayloadLine, context: LineContext | None = None) -> str:
     """The text drawn after a profiled line.
 
@@ -90,10 +111,7 @@ def line_label(line: PayloadLine, context: LineContext | None = None) -> str:
     """
     context = context or LineContext()
     if not made_device_work(line):
-        parts = [
-            f"{plural(line.get('hits', 0), 'hit')}",
-            f"{short_seconds(line.get('host_s', 0))} host",
-        ]
+        parts = [runs(line, "hit"), f"{host_time(line)} host"]
     else:
         parts = [part for kind in schema.RECORD_KINDS for part in kind.label(line)]
     parts += memory_display.label_parts(line, context.peaks.get(line.get("line", 0), []))
@@ -130,10 +148,9 @@ def line_hover(
     head = f"**gpulens profile** · line {line.get('line')}"
     if backend:
         head += f" · {markdown_text(backend)} backend"
-    rows = [
-        f"ran {plural(line.get('hits', 0), 'time')} · "
-        f"{short_seconds(line.get('host_s', 0))} on the host"
-    ]
+    rows = [f"ran {runs(line, 'time')} · {host_time(line)} on the host"]
+    if line.get("sampled"):
+        rows.append(SAMPLED_HOVER)
     rows += [row for kind in schema.RECORD_KINDS for row in kind.hover(line)]
     rows += memory_display.hover_rows(
         line, context.peaks.get(line.get("line", 0), []), context.several_devices
@@ -387,8 +404,8 @@ def table(payload: dict[str, Any], context: LineContext | None = None) -> dict[s
         work, legends = _gpu_work(line, context)
         used.update(legends)
         profiled[n] = [
-            str(line.get("hits", 0)),
-            short_seconds(line.get("host_s", 0)),
+            f"{line.get('hits', 0)}{'+' if line.get('sampled') else ''}",
+            host_time(line),
             work,
             spread_cell(line),
         ]

@@ -14,9 +14,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from gpulens.profiler import schema
-from gpulens.profiler.attribution import Attribution
+from gpulens.profiler.attribution import Attribution, Sampled
 from gpulens.profiler.display import annotate
 from gpulens.profiler.schema import SCHEMA, LineCost, kind_counts, seconds
+from gpulens.profiler.timeline import RAW_EVENTS_KEPT
 from gpulens.profiler.units import short_count, short_seconds
 
 # the text report is laid out for a terminal this wide: the source starts well inside it
@@ -30,6 +31,8 @@ def _line_payload(cost: LineCost) -> dict[str, Any]:
         "hits": cost["hits"],
         "host_s": seconds(cost["host_ns"]),
     }
+    if cost.get("sampled"):
+        line["sampled"] = True
     for kind in schema.RECORD_KINDS:
         line.update(kind.payload(cost))
     line["other_thread_calls"] = cost["other_thread_calls"]
@@ -154,6 +157,9 @@ def _timeline_warnings(attribution: Attribution) -> list[str]:
             f"GPU idle time per line covers the last {short_seconds(covered)} of this long "
             "cell: the line timeline before it was dropped to keep memory flat"
         )
+    sampled = attribution.get("sampled")
+    if sampled and sampled["lines"]:
+        found.append(sampled_note(sampled, attribution["end"] - attribution["start"]))
     by_stack = attribution.get("by_stack", 0)
     if by_stack:
         calls = "GPU call was" if by_stack == 1 else "GPU calls were"
@@ -164,6 +170,31 @@ def _timeline_warnings(attribution: Attribution) -> list[str]:
             "is unattributed"
         )
     return found
+
+
+def sampled_note(sampled: Sampled, span_ns: int) -> str:
+    """What sampling a Python-heavy stretch did to the figures (`gpulens.profiler.sampling`)."""
+    lines = sampled["lines"]
+    named = (
+        f"line {lines[0]}"
+        if len(lines) == 1
+        else "lines " + ", ".join(map(str, lines[:-1])) + f" and {lines[-1]}"
+    )
+    share = sampled["quiet_ns"] / span_ns if span_ns > 0 else 0.0
+    note = (
+        f"{named[0].upper()}{named[1:]} ran too often and too fast to record every run: past "
+        f"the cell's first {RAW_EVENTS_KEPT:,} line events, "
+        f"{short_seconds(seconds(sampled['quiet_ns']))} ({share:.0%} of the cell) ran "
+        "unrecorded between recorded stretches; their hits count the runs recorded (shown "
+        "with +) and their host time there is estimated from them (shown with ≈)"
+    )
+    calls = sampled["calls"]
+    if calls:
+        note += (
+            f"; {short_count(calls)} GPU call{' was' if calls == 1 else 's were'} made "
+            "while they ran unrecorded: not placed on a line"
+        )
+    return note
 
 
 def failed_payload(

@@ -30,6 +30,8 @@ from contextlib import contextmanager
 from types import CodeType
 from typing import Any, NamedTuple, TypedDict, final
 
+from gpulens.profiler.sampling import Sampling, Waker
+
 LINE, START, RETURN = 0, 1, 2
 # line number of a segment where the main thread ran none of the cell's lines
 OUTSIDE = 0
@@ -67,7 +69,10 @@ class Timeline(TypedDict):
     """A walked timeline: per-line hits and host ns, and the segments kept.
 
     `retained_from`: segments before this time were dropped to bound memory (it is `start`
-    when none were), so a GPU call made earlier cannot be placed from `segments`."""
+    when none were), so a GPU call made earlier cannot be placed from `segments`.
+    `sampled`: the lines that ran unrecorded in `quiet` stretches (start, end): their hits
+    count the runs recorded, their host time includes an estimate of the quiet stretches'
+    (`gpulens.profiler.sampling`)."""
 
     segments: Segments
     hits: dict[int, int]
@@ -75,6 +80,8 @@ class Timeline(TypedDict):
     start: int
     end: int
     retained_from: int
+    sampled: list[int]
+    quiet: list[tuple[int, int]]
 
 
 def cell_code_objects(code: CodeType) -> list[CodeType]:
@@ -144,6 +151,10 @@ class TimelineWalker:
         self._last = OUTSIDE  # the line of the newest segment
         self._last_t: int | None = None  # and its start
         self.sync: Callable[[], None] = lambda: None  # see `event_handlers`
+        self.settle: Callable[[int], None] = lambda end: None  # ends a quiet stretch
+        # sampled lines (runs left unrecorded, host time estimated) and the quiet stretches
+        self.sampled: set[int] = set()
+        self.quiet: list[tuple[int, int]] = []
 
     def feed(
         self, events: Iterable[tuple[int, int, Any, int]], index: dict[int, int] | None = None
@@ -223,6 +234,7 @@ class TimelineWalker:
 
     def finish(self, end: int) -> Timeline:
         """Charges the frames still open up to `end`; the walked timeline."""
+        self.settle(end)
         self.sync()
         stack = self.stack
         for frame in reversed(stack):
@@ -239,6 +251,8 @@ class TimelineWalker:
             start=self.start,
             end=end,
             retained_from=self.retained_from,
+            sampled=sorted(self.sampled),
+            quiet=list(self.quiet),
         )
 
 
@@ -267,13 +281,16 @@ def event_handlers(
     *,
     raw: list[tuple[int, int, Any, int]] | None = None,
     thread: int | None = None,
+    sampling: Sampling | None = None,
 ) -> Handlers:
     """Callbacks for (code, line), (code, …) at a frame's start and at its return, that walk
     each event as it comes (what `TimelineWalker.feed` does with a recorded one; the stack
     holds code objects here) and call ``tick`` every ``every`` events; the same as a
     `sys.settrace` local trace function. Nothing is kept per event (but in ``raw`` until
     `Handlers.stop_recording`, for a short cell's fixture): a Python-heavy cell's millions
-    of events cost only their walk. Events of threads other than ``thread`` are left out."""
+    of events cost only their walk. Events of threads other than ``thread`` are left out.
+    With ``sampling`` (sys.monitoring only), once ``raw`` is stopped, the lines of fast
+    stretches go quiet (see `gpulens.profiler.sampling`)."""
     stack, hits, host = walker.stack, walker.hits, walker.host
     get_ident = threading.get_ident
     other = thread is not None
@@ -281,6 +298,22 @@ def event_handlers(
     keep = walker.keep_segments
     # the newest segment's line and start, and the events left before the next tick
     last, last_t, countdown = walker._last, walker._last_t, every
+    # sampling: the recorded stretch (events left, slowest run, whether all its events came
+    # from `window_frame`, where it began and the hits and host time then), and the quiet one
+    samples = sampling is not None
+    disable = sampling.disable if sampling is not None else None
+    waker = sampling.waker if sampling is not None else None
+    window = sampling_window = sampling.window if sampling is not None else 0
+    fast = sampling.fast if sampling is not None else 0
+    window_left, pure, previous_now = sampling_window, True, 0
+    slow: dict[int, int] = {}  # the stretch's slow runs, by line
+    window_frame: list[Any] | None = None
+    window_wall = 0.0
+    base_hits: dict[int, int] = {}
+    quiet, quiet_code, quiet_from = False, None, 0
+    quiet_lines: set[int] = set()
+    # per line of the quiet stretch: its share of the stretch's time
+    rates: list[tuple[int, float]] = []
 
     def entered(code: CodeType, now: int) -> list[Any]:
         """The frame of ``code`` on top of the stack: frames above it were left by an
@@ -292,12 +325,19 @@ def event_handlers(
             stack.append([code, None, now])
         return stack[-1]
 
-    def on_line(code: CodeType, line: int) -> None:
+    def on_line(code: CodeType, line: int) -> Any:
         # the hot path of a long cell: a line of the frame on top, the common case first
-        nonlocal last, last_t, countdown
+        nonlocal last, last_t, countdown, window_left, pure, previous_now
         if other and get_ident() != thread:
-            return
-        now = clock()
+            return None
+        if quiet:
+            assert waker is not None
+            if code is quiet_code and line in quiet_lines and not waker.woke:
+                return disable
+            now = clock()
+            wake(now)
+        else:
+            now = clock()
         if raw is not None:
             raw.append((now, LINE, code, line))
         top = stack[-1] if stack else None
@@ -325,6 +365,93 @@ def event_handlers(
         if not countdown:
             countdown = every
             tick()
+        if samples:
+            if now - previous_now >= fast and previous is not None:
+                slow[previous] = slow.get(previous, 0) + 1
+            previous_now = now
+            if top is not window_frame:
+                pure = False
+            window_left -= 1
+            if not window_left and close_window(now) and line in quiet_lines:
+                return disable
+        return None
+
+    def new_window(now: int) -> None:
+        nonlocal window_left, pure, previous_now, window_frame, window_wall
+        nonlocal base_hits
+        window_left, pure, previous_now = sampling_window, True, now
+        slow.clear()
+        window_frame = stack[-1] if stack else None
+        window_wall = time.perf_counter()
+        base_hits = dict(hits)
+
+    def close_window(now: int) -> bool:
+        """At the end of a recorded stretch: whether its lines go quiet (a fast stretch of
+        one frame, past the raw events), else a new stretch begins."""
+        nonlocal quiet, quiet_code, quiet_from, quiet_lines, rates
+        assert sampling is not None and waker is not None
+        noisy = sum(slow.values()) * sampling.by_chance > window
+        if raw is not None or not pure or noisy or not stack:
+            new_window(now)
+            return False
+        top = stack[-1]
+        for frame in stack:  # the open runs, up to now: the quiet stretch starts clean
+            _charge(stack, frame, now, host)
+            frame[2] = now
+        lines = {line: count - base_hits.get(line, 0) for line, count in hits.items()}
+        lines = {line: count for line, count in lines.items() if count > 0}
+        # a line slow more often than by chance (the thread preempted) may make GPU calls: it
+        # stays recorded, and its next run ends the quiet; there is no quiet where one runs
+        # often, it would end at once
+        loud = {
+            line
+            for line, count in slow.items()
+            if count >= max(2, lines.get(line, 0) // sampling.by_chance)
+        }
+        # and a line that ran only now and then (a branch taken every thousand runs) costs
+        # little recorded, and is where a rare GPU call would be: it stays recorded too
+        loud |= {line for line, count in lines.items() if count * sampling.by_chance < window}
+        if not set(lines) - loud or sum(lines.get(line, 0) for line in loud) * 64 > window:
+            new_window(now)
+            return False
+        going = set(lines) - loud
+        # the quiet time goes to the lines going quiet as their host time so far has (each run
+        # recorded bore one event's cost, as in a cell recorded whole): one stretch alone
+        # would split a loop's time by its own noise. A recorded line's run ends the quiet.
+        own = {line: host.get(line, 0) for line in going}
+        span = sum(own.values())
+        if span <= 0:
+            new_window(now)
+            return False
+        rates = [(line, own[line] / span) for line in going]
+        # the frames below run one line each all along (inclusive host time)
+        below: list[int] = []
+        for frame in stack[:-1]:
+            if frame[1] is not None and frame[1] not in below:
+                below.append(frame[1])
+        rates += [(line, 1.0) for line in below if line not in lines]
+        quiet, quiet_code, quiet_from, quiet_lines = True, top[0], now, going
+        moved(OUTSIDE, now)
+        waker.arm(sampling.quiet_factor * (time.perf_counter() - window_wall))
+        return True
+
+    def wake(now: int) -> None:
+        """Ends the quiet stretch: its time goes to its lines as the recorded stretch had it,
+        and a recorded stretch begins."""
+        nonlocal quiet
+        quiet = False
+        span = now - quiet_from
+        for line, share in rates:
+            host[line] += round(share * span)
+        walker.sampled.update(quiet_lines)
+        for frame in stack:
+            frame[2] = now
+        walker.quiet.append((quiet_from, now))
+        new_window(now)
+
+    def settle(end: int) -> None:
+        if quiet:
+            wake(end)
 
     def innermost() -> int:
         for frame in reversed(stack):
@@ -345,10 +472,13 @@ def event_handlers(
             last = current
 
     def on_start(code: CodeType, *_: object) -> None:
-        nonlocal countdown
+        nonlocal countdown, pure
         if other and get_ident() != thread:
             return
         now = clock()
+        if quiet:
+            wake(now)
+        pure = False
         if raw is not None:
             raw.append((now, START, code, 0))
         stack.append([code, None, now])
@@ -359,9 +489,13 @@ def event_handlers(
             tick()
 
     def on_return(code: CodeType, *_: object) -> None:
+        nonlocal pure
         if other and get_ident() != thread:
             return
         now = clock()
+        if quiet:
+            wake(now)
+        pure = False
         if raw is not None:
             raw.append((now, RETURN, code, 0))
         if any(frame[0] is code for frame in stack):
@@ -419,6 +553,7 @@ def event_handlers(
         walker._last, walker._last_t = last, last_t
 
     walker.sync = synced
+    walker.settle = settle
     return Handlers(on_line, on_start, on_return, traced, stop_recording)
 
 
@@ -479,8 +614,10 @@ class LineRecorder:
         *,
         keep_segments: bool = True,
         before_drop: Callable[[Segments, int], None] | None = None,
+        sample: bool = True,
     ) -> None:
         self.codes = cell_code_objects(code)
+        self.sample = sample
         self.clock = clock
         self.method = "sys.monitoring" if monitoring_available() else "sys.settrace"
         self.keep_segments = keep_segments
@@ -497,6 +634,7 @@ class LineRecorder:
         self._timeline: Timeline | None = None
         self._tool: int | None = None
         self._previous_trace: Any = None
+        self._sampling: Sampling | None = None  # sys.monitoring: lines of fast stretches
         self._main_is_main = threading.current_thread() is threading.main_thread()
         self.start_ns = 0
         self.end_ns = 0
@@ -559,7 +697,13 @@ class LineRecorder:
         walker = self._walker
         assert walker is not None
         self._handlers = event_handlers(
-            walker, self.clock, RAW_EVENTS_KEPT, self._fold, raw=self._raw, thread=self._thread
+            walker,
+            self.clock,
+            RAW_EVENTS_KEPT,
+            self._fold,
+            raw=self._raw,
+            thread=self._thread,
+            sampling=self._sampling,
         )
 
     # -- sys.monitoring (3.12+) ------------------------------------------------------------
@@ -576,6 +720,8 @@ class LineRecorder:
         self._tool = tool
         # local events fire on any thread that runs the cell's code: only this one's count
         self._thread = threading.get_ident()
+        if self.sample:
+            self._sampling = Sampling(waker=Waker(), disable=mon.DISABLE)
         self._install()
         handlers = self._handlers
         mon.register_callback(tool, events.LINE, handlers.line)
@@ -590,6 +736,8 @@ class LineRecorder:
             mon.set_local_events(tool, code, wanted)
 
     def _stop_monitoring(self) -> None:
+        if self._sampling is not None:
+            self._sampling.waker.close()
         if self._tool is None:
             return
         mon = sys.monitoring  # type: ignore[attr-defined]  # 3.12+; mypy reads 3.11 stubs

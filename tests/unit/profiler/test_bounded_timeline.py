@@ -269,11 +269,12 @@ STEPS, EVERY = 30_000, 3_000
 
 
 def run_cell(
-    session: Any, source: str = LONG_CELL, **names: Any
+    session: Any, source: str = LONG_CELL, sample: bool = False, **names: Any
 ) -> tuple[Any, dict[str, Any], dict[int, dict[str, Any]]]:
+    """The cell under `session`, every run recorded unless `sample`."""
     code = compile(source, "<long cell>", "exec")
     namespace = {"steps": STEPS, "every": EVERY, "launch": session.launch, **names}
-    capture = profile_code(code, namespace, session)
+    capture = profile_code(code, namespace, session, sample=sample)
     payload = build_payload(
         attribute_records(capture.timeline, capture.records),
         source={"path": "<long cell>", "first_line": 1},

@@ -156,7 +156,8 @@ def test_a_long_cell_on_a_cycle_counter_keeps_memory_flat_through_the_idle_time(
     steps, every = 30_000, 3_000
     namespace = {"session": session, "steps": steps, "every": every, "tracemalloc": tracemalloc}
     try:
-        capture = profile_code(compile(LONG_CELL, "long_cell.py", "exec"), namespace, session)
+        code = compile(LONG_CELL, "long_cell.py", "exec")
+        capture = profile_code(code, namespace, session, sample=False)  # every segment
         attribution = attribute_records(capture.timeline, capture.records)
         _, peak = tracemalloc.get_traced_memory()
     finally:

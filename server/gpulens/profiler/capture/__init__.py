@@ -213,14 +213,17 @@ def profile_code(
     namespace: dict[str, Any],
     backend: str | Session = "auto",
     after_cell: Callable[[], None] | None = None,
+    *,
     memory: str = MEMORY_BY_DEFAULT,
+    sample: bool = True,
 ) -> Capture:
     """Runs `code` in `namespace` under a backend (a name, or a session to use as it is;
     `memory`: the GPU memory views a named one records too, one of `MEMORY_CHOICES`);
     the cell's exception, if any, is caught and described in `Capture.error` (and kept in
     `Capture.exception`). The backend and the line hooks are always released, also on
     KeyboardInterrupt. `after_cell` runs as soon as the cell's code is done (the child stops
-    listening to SIGINT there)."""
+    listening to SIGINT there). `sample`: past its first events, a Python-heavy stretch's
+    lines may be sampled (`gpulens.profiler.sampling`); False records every run."""
     if isinstance(backend, str):
         session, warnings = open_session(backend, memory)
     else:
@@ -230,6 +233,7 @@ def profile_code(
         session.clock,
         keep_segments=getattr(session, "keeps_segments", True),
         before_drop=getattr(session, "place_calls", None),
+        sample=sample,
     )
     if hasattr(session, "filename"):  # backends that place records by stack frame
         session.filename = code.co_filename

@@ -113,6 +113,8 @@ def rescale_timeline(timeline: Timeline, scale: ClockScale) -> Timeline:
         start=to_ns(timeline["start"]),
         end=to_ns(timeline["end"]),
         retained_from=to_ns(timeline["retained_from"]),
+        sampled=timeline["sampled"],
+        quiet=[(to_ns(begin), to_ns(end)) for begin, end in timeline["quiet"]],
     )
 
 

@@ -1,0 +1,107 @@
+"""Cells profiled for the sampling tests, run as a script by an interpreter with
+`sys.monitoring` (Python 3.12+): `python sampling_cells.py NAME` prints the cell's payload
+and its timeline's sampling figures as JSON. `gpulens` is imported from PYTHONPATH.
+
+The backend is a test one: the cell's `launch()` is its "GPU call", one kernel each, stamped
+by the backend's clock and placed on the line timeline by time, as CUPTI's records are.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from typing import Any
+
+from gpulens.profiler.attribution import attribute_records
+from gpulens.profiler.capture import profile_code
+from gpulens.profiler.report import build_payload
+from gpulens.profiler.timeline import Segments, place_calls, placed_columns
+
+STEPS, EVERY = 1_200_000, 100_000
+
+CELLS = {
+    # a Python-heavy loop, and a branch taken now and then that makes a GPU call
+    "loop": """\
+total = 0
+for i in range(steps):
+    total += i
+    if i % every == 0:
+        launch()
+""",
+    # the GPU call made by a line that runs every time, fast
+    "hot call": """\
+total = 0
+for i in range(steps):
+    total += launch() if i % every == 0 else i
+""",
+}
+
+
+class CellCalls:
+    name = "cell-calls"
+    keeps_segments = True
+
+    def __init__(self) -> None:
+        self.clock = time.perf_counter_ns
+        self.warnings: list[str] = []
+        self.calls: list[tuple[int, int]] = []
+        self.placed: dict[int, tuple[int, int]] = {}
+        self._handed = 0
+
+    def launch(self) -> int:
+        self.calls.append((len(self.calls) + 1, self.clock()))
+        return 0
+
+    def place_calls(self, segments: Segments, retained_from: int) -> None:
+        place_calls(self.placed, self.calls[self._handed :], segments, retained_from)
+        self._handed = len(self.calls)
+
+    def begin(self) -> None:
+        pass
+
+    def finish(self) -> dict[str, Any]:
+        corrs = [corr for corr, _ in self.calls]
+        starts = [start for _, start in self.calls]
+        return {
+            "api": {"corr": corrs, "start": starts, "end": starts, "tid": [1] * len(corrs)},
+            "kernels": {
+                "corr": corrs,
+                "start": [0] * len(corrs),
+                "end": [1000] * len(corrs),
+                "device": [0] * len(corrs),
+                "name": [0] * len(corrs),
+            },
+            "names": ["k"],
+            "placed": placed_columns(self.placed),
+        }
+
+    def gpus(self) -> list[dict[str, Any]]:
+        return []
+
+
+def profiled(name: str, steps: int, sample: bool) -> dict[str, Any]:
+    session = CellCalls()
+    code = compile(CELLS[name], "<cell>", "exec")
+    namespace = {"steps": steps, "every": EVERY, "launch": session.launch}
+    capture = profile_code(code, namespace, session, sample=sample)
+    assert capture.error is None, capture.error
+    payload = build_payload(
+        attribute_records(capture.timeline, capture.records),
+        source={"path": "<cell>", "first_line": 1},
+        backend=capture.backend,
+        warnings=capture.warnings,
+        code=CELLS[name].splitlines(keepends=True),
+    )
+    return {
+        "payload": payload,
+        "sampled": capture.timeline["sampled"],
+        "quiet": len(capture.timeline["quiet"]),
+        "calls": len(session.calls),
+        "total": namespace["total"],
+    }
+
+
+if __name__ == "__main__":
+    cell, steps, sample = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "sample"
+    print(json.dumps(profiled(cell, steps, sample)))
