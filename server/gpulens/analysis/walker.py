@@ -977,6 +977,9 @@ def _whole_items(target: ast.expr, iterable: ast.expr, function: Function | None
             return True
         case ast.IfExp(body=body, orelse=orelse):  # `for x in xs if many else [xs]`
             return _whole_items(target, body, function) or _whole_items(target, orelse, function)
+        case ast.GeneratorExp(generators=[first, *_]) | ast.ListComp(generators=[first, *_]):
+            # `for m in (m for m in net.modules() if …)`: the items of the inner loop
+            return _whole_items(first.target, first.iter, function)
         case ast.Call(func=func, args=[_, _, _]) if simple_name(func) in ("range", "trange"):
             return True  # `for i in range(0, n, chunk)`: the starts of chunks
         case ast.Call(func=ast.Name(id="enumerate" | "reversed" | "list" | "tuple"), args=[inner]):
