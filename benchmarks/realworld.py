@@ -15,6 +15,7 @@ eye, each with the rule that should report it.
     python benchmarks/realworld.py                    # the figures, and the unlabeled findings
     python benchmarks/realworld.py --split tuned      # only the packages analysis work may read
     python benchmarks/realworld.py --only timm --show-unlabeled   # each new finding in context
+    python benchmarks/realworld.py --only sigpy --show-missed     # each missed site in context
     python benchmarks/realworld.py --json
 
 Precision counts labeled findings: lenient = (tp + negligible) / labeled, strict = tp /
@@ -194,14 +195,19 @@ def _fields(path: Path, what: str, n: int, entry: object, keys: Sequence[str]) -
 
 
 def _label(path: Path, n: int, entry: object) -> Label:
-    keys = ("path", "line", "rule", "verdict", "reason")
+    keys: tuple[str, ...] = ("path", "line", "rule", "verdict", "reason")
+    if isinstance(entry, dict) and "by" in entry:
+        # who judged it (a round of analysis work, a reviewer): kept for re-judging
+        keys = (*keys, "by")
+        if not isinstance(entry["by"], str) or not entry["by"].strip():
+            raise CorpusError(f"{path}: finding {n}: by must be a non-empty string")
     fields = _fields(path, "finding", n, entry, keys)
     if fields["verdict"] not in VERDICTS:
         allowed = ", ".join(VERDICTS)
         raise CorpusError(
             f"{path}: finding {n}: verdict {fields['verdict']!r} is not one of {allowed}"
         )
-    return Label(**fields)
+    return Label(**{k: v for k, v in fields.items() if k != "by"})
 
 
 def _site(path: Path, n: int, entry: object) -> Site:
@@ -656,6 +662,21 @@ def format_unlabeled(score: PackageScore, source: Path) -> str:
     return "\n".join(out)
 
 
+def format_missed(score: PackageScore, source: Path) -> str:
+    """Each site no finding reports, shown or hint, with the code around it and the reason the
+    reader gave."""
+    out = []
+    for site in score.missed:
+        text = (source / site.path).read_text(encoding="utf-8", errors="replace").splitlines()
+        first, last = max(1, site.line - CONTEXT_LINES), min(len(text), site.line + CONTEXT_LINES)
+        out.append(f"── {score.package.name} {site.path}:{site.line} {site.rule} (missed)")
+        out.append(f"   {site.reason}")
+        for n in range(first, last + 1):
+            out.append(f"{'>' if n == site.line else ' '}{n:5d}  {text[n - 1]}")
+        out.append("")
+    return "\n".join(out)
+
+
 # --- command line ------------------------------------------------------------------------------
 
 
@@ -666,6 +687,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="machine output (gpulens.realworld/2)")
     parser.add_argument(
         "--show-unlabeled", action="store_true", help="print each unlabeled finding in context"
+    )
+    parser.add_argument(
+        "--show-missed", action="store_true", help="print each site no finding reports, in context"
     )
     args = parser.parse_args(argv)
     try:
@@ -691,6 +715,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.show_unlabeled:
         for score in scores:
             print(format_unlabeled(score, sources[score.package.name]), end="")
+    elif args.show_missed:
+        for score in scores:
+            print(format_missed(score, sources[score.package.name]), end="")
     elif args.json:
         print(format_json(report))
     else:

@@ -250,6 +250,25 @@ def test_the_loader_reads_from_finding_and_refuses_a_non_boolean(tmp_path: Path)
         rw.load_package(bad)
 
 
+def test_the_loader_reads_who_judged_a_finding_and_refuses_an_empty_name(tmp_path: Path) -> None:
+    label = '{ path = "pkg/a.py", line = 3, rule = "GPU001", verdict = "fp", reason = "a reason", '
+    good = _write(tmp_path, f'findings = [\n  {label}by = "round5" }},\n]\n')
+    assert rw.load_package(good).findings[0].verdict == "fp"
+    bad = _write(tmp_path, f'findings = [\n  {label}by = "" }},\n]\n')
+    with pytest.raises(rw.CorpusError, match="by must be a non-empty string"):
+        rw.load_package(bad)
+
+
+def test_missed_sites_are_shown_in_context(tmp_path: Path) -> None:
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "a.py").write_text("".join(f"line{n}\n" for n in range(1, 12)))
+    site = rw.Site("pkg/a.py", 6, "GPU001", "a sync per step")
+    package = _package([], [])
+    shown = rw.format_missed(rw.PackageScore(package, rw.Score(), {}, [], [], [site]), tmp_path)
+    assert "pkg/a.py:6 GPU001 (missed)" in shown
+    assert ">    6  line6" in shown and "a sync per step" in shown
+
+
 def test_the_report_adds_packages_up_by_split_and_by_rule() -> None:
     tuned = rw.score_package(
         _package([("pkg/a.py", 1, "GPU001", "fp", "not a GPU value")], []),

@@ -54,6 +54,9 @@ class Loop:
     # it runs once per training step: a framework's step hook, or a function a training
     # step calls (whatever loops of its own it has)
     per_step: bool = False
+    # it is a framework's hook, run once per step by the framework's own loop: what it
+    # computes is computed on the data the framework hands it, on the model's device
+    hook: bool = False
 
     @property
     def over_loader(self) -> bool:

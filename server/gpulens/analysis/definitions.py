@@ -14,6 +14,19 @@ from dataclasses import dataclass, field
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 
+# decorators that make a method read as an attribute (`self.device`, not `self.device()`)
+PROPERTY_DECORATORS = frozenset({"property", "cached_property"})
+
+
+def is_property(function: Function) -> bool:
+    """`@property`, `@functools.cached_property`: reading the attribute runs the method."""
+    for decorator in function.decorator_list:
+        match decorator:
+            case ast.Name(id=name) | ast.Attribute(attr=name) if name in PROPERTY_DECORATORS:
+                return True
+    return False
+
+
 # methods a class's constructor calls, or that set the attributes the others read
 CONSTRUCTORS = ("__init__", "__post_init__", "setup", "reset_parameters")
 

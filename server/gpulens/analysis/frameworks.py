@@ -7,6 +7,24 @@ from __future__ import annotations
 
 import re
 
+# torch functions that look at types, sizes or settings: their results are host values
+TORCH_HOST_FUNCTIONS = frozenset(
+    f"torch.{name}"
+    for name in [
+        "is_tensor",
+        "is_storage",
+        "is_floating_point",
+        "is_complex",
+        "is_grad_enabled",
+        "is_inference_mode_enabled",
+        "numel",
+        "result_type",
+        "can_cast",
+        "promote_types",
+        "get_default_dtype",
+    ]
+)
+
 # torch factories that make a new tensor on the CPU unless given `device=` (bernoulli and
 # multinomial are not among them: they sample from a tensor and take no `device=`)
 TORCH_FACTORIES = frozenset(
@@ -249,6 +267,56 @@ STEP_METHODS[LIGHTNING_CALLBACK] = {
 LOSS = "loss"
 LOSS_CLASS = re.compile(r"(Loss|Criterion)\d*$")
 STEP_METHODS[LOSS] = {"__call__": (), "forward": (), "loss": ()}
+# libraries whose base classes name the methods their own loops call once per step, and
+# the parameters that receive data on the model's device; where a tuple is empty, every
+# required parameter does (a metric's `update(preds, target)`, a buffer's `add(...)`)
+DIFFUSERS_SCHEDULER = "diffusers scheduler"
+STEP_METHODS[DIFFUSERS_SCHEDULER] = {
+    "step": ("model_output", "timestep", "sample"),
+    "add_noise": ("original_samples", "noise", "timesteps"),
+    "get_velocity": ("sample", "noise", "timesteps"),
+    "scale_model_input": ("sample", "timestep"),
+}
+METRIC = "torchmetrics"
+STEP_METHODS[METRIC] = {"update": ()}
+SB3_ALGORITHM = "stable-baselines3 algorithm"
+STEP_METHODS[SB3_ALGORITHM] = {"train": ()}
+SB3_BUFFER = "stable-baselines3 buffer"
+STEP_METHODS[SB3_BUFFER] = {"add": ()}
+SKRL_AGENT = "skrl agent"
+STEP_METHODS[SKRL_AGENT] = {
+    "act": ("observations", "states"),
+    "record_transition": (
+        "observations",
+        "states",
+        "actions",
+        "rewards",
+        "next_observations",
+        "next_states",
+        "terminated",
+        "truncated",
+    ),
+    "update": (),
+}
+# how messages name the loop that runs each library's hooks
+STEP_LOOPS = {
+    DIFFUSERS_SCHEDULER: "the denoising loop that runs {}() once per step",
+    METRIC: "the loop that runs {}() once per batch",
+    SB3_ALGORITHM: "the loop that runs {}() once per rollout",
+    SB3_BUFFER: "the loop that runs {}() once per environment step",
+    SKRL_AGENT: "the loop that runs {}() once per environment step",
+}
+# the libraries above: the file does not show the device their hooks' data is on (a guess)
+GUESSED_STEPS = frozenset(STEP_LOOPS)
+# the package each of them comes from: a base of that name from elsewhere is another class
+STEP_CLASS_HOMES = {
+    DIFFUSERS_SCHEDULER: "diffusers.",
+    METRIC: "torchmetrics.",
+    SB3_ALGORITHM: "stable_baselines3.",
+    SB3_BUFFER: "stable_baselines3.",
+    SKRL_AGENT: "skrl.",
+}
+
 # the parameters a framework's hooks start with (after self), where its hooks share them:
 # a method of that name with other parameters is the class's own
 STEP_SIGNATURES = {
@@ -262,8 +330,25 @@ STEP_CLASSES = {
     "LightningModule": "lightning",
     "Trainer": "transformers",
     "Callback": LIGHTNING_CALLBACK,
+    "SchedulerMixin": DIFFUSERS_SCHEDULER,
+    "Metric": METRIC,
+    "OnPolicyAlgorithm": SB3_ALGORITHM,
+    "OffPolicyAlgorithm": SB3_ALGORITHM,
+    "BaseBuffer": SB3_BUFFER,
+    "RolloutBuffer": SB3_BUFFER,
+    "ReplayBuffer": SB3_BUFFER,
+    "Agent": SKRL_AGENT,
 }
-STEP_CLASS_MODULES = ("lightning", "pytorch_lightning", "transformers", "trl")
+STEP_CLASS_MODULES = (
+    "lightning",
+    "pytorch_lightning",
+    "transformers",
+    "trl",
+    "diffusers",
+    "torchmetrics",
+    "stable_baselines3",
+    "skrl",
+)
 
 # library functions that move a whole batch (tensors in dicts, lists, tuples) to a device
 DEVICE_PLACING_FUNCTIONS = frozenset({"send_to_device", "move_data_to_device"})

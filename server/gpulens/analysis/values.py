@@ -16,6 +16,7 @@ from gpulens.analysis.definitions import (
     Definitions,
     Function,
     flat_statements,
+    is_property,
     recursive_groups,
 )
 from gpulens.analysis.symbols import (
@@ -243,6 +244,15 @@ class Evaluator:
         if dotted is not None and "." in dotted:
             bound = self.scope.lookup(dotted)
             if bound is not None:
+                origin = bound.origin
+                if (
+                    bound.kind is Kind.FUNCTION
+                    and isinstance(origin, Function)
+                    and is_property(origin)
+                ):
+                    # `self.device` of a `@property`: what the method returns
+                    returned = self.returned(origin)
+                    return None if returned is None or returned.kind is Kind.HOST else returned
                 return bound
         qualified = self.imports.qualname(node)
         if qualified in ("torch.float16", "torch.half", "torch.bfloat16"):
@@ -288,6 +298,9 @@ class Evaluator:
                 return element_of(self.value(node.args[0])) if node.args else None
             if func.id in fw.HOST_BUILTINS and self.scope.lookup(func.id) is None:
                 return None
+            mapped = node.args[0] if func.id == "map" and node.args else None
+            if isinstance(mapped, ast.Lambda) and is_host_expression(mapped.body):
+                return None  # `map(lambda t: t.item(), (a, b))`: host values
             if fw.PREDICATE_NAME.match(func.id):
                 return None  # `is_conversational(x)`, `has_nan(t)`: a Python bool
         wrapped = self._wrapped_loader(node)
@@ -564,6 +577,8 @@ class Evaluator:
                 return Value(Kind.GPU_MODULE, origin=receiver.origin)
             if receiver is None and _builds_module(node.func, self):  # type: ignore[arg-type]
                 return Value(Kind.GPU_MODULE)
+            if receiver is None and _named_model(node.func.value):  # type: ignore[attr-defined]
+                return Value(Kind.GPU_MODULE)  # `model = model.to(self.device)`
             lib = receiver.lib if receiver is not None else "torch"
             exact = receiver is None or receiver.kind in (Kind.CPU_TENSOR, Kind.GPU)
             return Value(
@@ -677,6 +692,8 @@ class Evaluator:
             return None
         if name.rsplit(".", 1)[-1] in fw.DEVICE_PLACING_FUNCTIONS:
             return Value(Kind.GPU, exact=False)  # a batch (a tensor, dict or tuple) moved
+        if name in fw.TORCH_HOST_FUNCTIONS:
+            return None  # `torch.is_floating_point(t)`: a Python bool, read from metadata
         if name.startswith("torch.") and not fw.is_module_class(name):
             # torch.cat, torch.matmul, F.relu …: on the GPU when an argument is
             guess: Value | None = None
@@ -719,6 +736,13 @@ def _builds_module(func: ast.Attribute, evaluator: Evaluator) -> bool:
         return True
     name = simple_name(receiver.func)
     return name[:1].isupper()
+
+
+def _named_model(node: ast.expr) -> bool:
+    """A name that by convention holds a model (`model`, `self.net`): what moving it gives
+    is a module on the device, not an array."""
+    name = dotted_name(node)
+    return name is not None and bool(fw.MODEL_NAME.search(name.rsplit(".", 1)[-1]))
 
 
 def element_of(value: Value | None) -> Value | None:

@@ -180,11 +180,17 @@ class _Walker(FunctionResultsMixin):
         signature = fw.STEP_SIGNATURES.get(framework)
         if signature is not None and parameters[: len(signature)] != list(signature):
             return None  # not the framework's hook: a method of the same name
+        required = parameters[: len(parameters) - len(function.args.defaults)]
         if framework == fw.LOSS:
             # what the model produced and the batch: the required arguments, on the model's
             # device if the model is on one (which the file does not show)
-            required = parameters[: len(parameters) - len(function.args.defaults)]
             return f"the training step that computes {scope.name}", required, True
+        if framework in fw.GUESSED_STEPS:
+            # a library's hook, called by its own loop: the data it is handed is on the
+            # model's device if the model is on one (which the file does not show)
+            keywords = [a.arg for a in function.args.kwonlyargs]
+            named = [p for p in (*parameters, *keywords) if p in wanted] if wanted else required
+            return fw.STEP_LOOPS[framework].format(function.name), named, True
         named = [p for p in parameters if p in wanted]
         if not named and parameters and function.name.endswith("_step"):
             named = parameters[:1]  # `def training_step(self, data, index)`
@@ -269,8 +275,10 @@ class _Walker(FunctionResultsMixin):
         # and what runs once per call (a read of the epoch's total) is no pitfall
         line = function.lineno - 1
         if step is not None:
-            ctx.loops = [Loop(function, line, frozenset(), None, called_from=step[0])]
-            ctx.loops[0].per_step = True
+            hook = Loop(function, line, frozenset(), None, called_from=step[0])
+            hook.per_step = hook.hook = True
+            hook.backward = bool(_BACKWARD.search(self.text_of(function)))
+            ctx.loops = [hook]
         elif sites is not None and sites.hot_call:
             # (called per training step, it is per step, loops of its own or not)
             per_step = sites.hot_call.startswith(_STEP_CALL)
@@ -711,7 +719,7 @@ class _Walker(FunctionResultsMixin):
         if name is None or item is None or item.kind is not Kind.GPU:
             return
         if self.evaluator.scope.lookup(name) is None:
-            self.bind(name, Value(Kind.GPU, item.lib, exact=False))
+            self.bind(name, Value(Kind.GPU, item.lib, exact=False, guessed=item.guessed))
 
     def asks_device(self, call: ast.Call) -> None:
         """`xp = cp.get_array_module(x)`, `device = get_device(x)`: the code is written for
@@ -912,8 +920,9 @@ _EXPRESSION_FIELDS: dict[type[ast.AST], tuple[str, ...]] = {
 }
 
 
-# how messages name a training step that calls a function (it runs per step, loops or not)
-_STEP_CALL = "the training step that calls"
+# how messages name a step (of training, denoising, an environment) that calls a function
+# (it runs per step, loops or not)
+_STEP_CALL = "the step that calls"
 # a training step or the next batch: `loss.backward()`, `next(batches)`
 _TRAINS = re.compile(r"\.backward\s*\(|(?<![.\w])next\s*\(")
 _BACKWARD = re.compile(r"\.backward\s*\(")
@@ -977,6 +986,9 @@ def _whole_items(target: ast.expr, iterable: ast.expr, function: Function | None
             return True
         case ast.IfExp(body=body, orelse=orelse):  # `for x in xs if many else [xs]`
             return _whole_items(target, body, function) or _whole_items(target, orelse, function)
+        case ast.GeneratorExp(generators=[first, *_]) | ast.ListComp(generators=[first, *_]):
+            # `for m in (m for m in net.modules() if …)`: the items of the inner loop
+            return _whole_items(first.target, first.iter, function)
         case ast.Call(func=func, args=[_, _, _]) if simple_name(func) in ("range", "trange"):
             return True  # `for i in range(0, n, chunk)`: the starts of chunks
         case ast.Call(func=ast.Name(id="enumerate" | "reversed" | "list" | "tuple"), args=[inner]):
@@ -1064,7 +1076,9 @@ def _step_framework(qualified: str, base: ast.expr, definitions: Definitions) ->
         return fw.LIGHTNING_CALLBACK
     if not qualified.startswith(fw.STEP_CLASS_MODULES):
         return None
-    return fw.STEP_CLASSES.get(last)
+    framework = fw.STEP_CLASSES.get(last)
+    home = fw.STEP_CLASS_HOMES.get(framework or "")
+    return None if home is not None and not qualified.startswith(home) else framework
 
 
 def _mapped_lambda(call: ast.Call) -> tuple[ast.Lambda, list[ast.expr], str] | None:

@@ -131,11 +131,13 @@ def _report_sync(
             )
         case None if subject is not None and subject.guessed:
             if unsure is None:
-                unsure = (
-                    "as code written for NumPy or CuPy arrays allows"
-                    if subject.lib == "cupy"
-                    else "as its use with the model the function is handed suggests"
-                )
+                if subject.lib == "cupy":
+                    unsure = "as code written for NumPy or CuPy arrays allows"
+                elif ctx.loops and ctx.loops[0].per_step:
+                    # a library's hook (or what it calls), handed data by the library's loop
+                    unsure = "as the data a library's loop hands its step suggests"
+                else:
+                    unsure = "as its use with the model the function is handed suggests"
             ctx.report(
                 SYNC_IN_LOOP,
                 node,
@@ -203,11 +205,12 @@ def check_sync_call(node: ast.Call, ctx: Context) -> None:
             receiver is None
             and func.attr in ("item", "tolist")
             and not node.args
-            and loop.backward
+            and (loop.backward or loop.hook)
             and _may_be_tensor(func.value, ctx)
         ):
             # a loop that runs a backward pass computes autograd tensors on the model's
-            # device: a read of one is a wait per step, if that device is a GPU (a hint)
+            # device, and a framework's step hook computes on the data it is handed there: a
+            # read of one is a wait per step, if that device is a GPU (a hint)
             _report_sync(
                 node,
                 f"`{shown(ctx, node)}` copies the value to the host and waits for all queued "
@@ -217,7 +220,9 @@ def check_sync_call(node: ast.Call, ctx: Context) -> None:
                 advice=": the CPU stops feeding the GPU. Accumulate on the device "
                 "(`total += loss.detach()`) and read once after the loop, or every N steps.",
                 subject=Value(Kind.GPU, guessed=True),
-                unsure="as the backward pass in the loop suggests",
+                unsure="as the backward pass in the loop suggests"
+                if loop.backward
+                else "as the data the framework hands this step suggests",
             )
             return
     name = ctx.qualname(func, through_calls=True)

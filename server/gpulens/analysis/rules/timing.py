@@ -12,7 +12,7 @@ from gpulens.analysis.context import Context
 from gpulens.analysis.model import Fix, Severity, Span
 from gpulens.analysis.rules.common import insert_before, shown
 from gpulens.analysis.rules.registry import checks, rule
-from gpulens.analysis.symbols import Kind, simple_name
+from gpulens.analysis.symbols import Kind, dotted_name, simple_name
 
 UNSYNCED_TIMER = rule(
     "GPU004",
@@ -125,8 +125,28 @@ def check_clock(node: ast.Call, ctx: Context) -> None:
         _synced(interval, node, ctx)  # an event's or a stream's synchronize()
         return
     value = ctx.value(node)
-    if value is not None and value.on_gpu:
+    if value is not None and value.on_gpu and not _opaque(node, ctx):
         interval.pending.add(value.lib)
+
+
+def _opaque(node: ast.Call, ctx: Context) -> bool:
+    """A call of code the file does not show (`super().training_step(model, inputs)`,
+    `compute(x)` of another module), judged on the GPU only from its arguments: it may wait
+    for its own work before it returns (a training step that logs its loss does), so it is
+    no proof that work is still queued when the clock is read."""
+    if name_of_library(node, ctx):
+        return False
+    if ctx.value(node.func) is not None:
+        return False
+    # a model the file was handed (`model(x)`): a forward queues its kernels and returns
+    name = dotted_name(node.func)
+    return name is None or not fw.MODEL_NAME.search(name.rsplit(".", 1)[-1])
+
+
+def name_of_library(node: ast.Call, ctx: Context) -> bool:
+    """A call of a library the analysis knows (torch, CuPy, JAX, Numba): its work is queued."""
+    name = ctx.qualname(node.func) or ""
+    return name.startswith(("torch.", "cupy.", "cupyx.", "jax.", "numba."))
 
 
 @checks(ast.BinOp)
