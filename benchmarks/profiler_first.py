@@ -12,7 +12,10 @@ runs, first and second, and their difference: the target is a first profile at m
 over the plain cell. `--cold` leaves out the pause after loading the extension.
 
 The cupti backend needs the device machine (`--backend cupti`); here the host backend
-measures the same path without a GPU. `--compare SERVER_DIR` measures another gpulens (an
+measures the same path without a GPU. `--setup CODE` runs a first cell before the rest, as
+a GPU notebook's imports do (`'import torch'`: NumPy comes with it, which cupti-python
+imports too). Run from a source checkout, compile it first (`python -m compileall -q
+server`), as an installed wheel is. `--compare SERVER_DIR` measures another gpulens (an
 older one: `git archive <rev> server | tar -x -C /tmp/before`) in the same run, alternated.
 """
 
@@ -29,8 +32,10 @@ RUN = """\
 import json, sys, time
 from IPython.core.interactiveshell import InteractiveShell
 
-backend, pause = sys.argv[1], float(sys.argv[2])
+backend, pause, setup = sys.argv[1], float(sys.argv[2]), sys.argv[3]
 shell = InteractiveShell.instance()
+if setup:
+    shell.run_cell(setup)  # the notebook's first cell
 cell = "total = sum(range(200_000))\\nlabel = f'{total:,}'\\n"
 shell.run_cell(cell)  # the interpreter's own first run of it
 began = time.perf_counter()
@@ -56,17 +61,26 @@ def main() -> int:
     parser.add_argument("--backend", default="host")
     parser.add_argument("--cold", action="store_true", help="profile right after %%load_ext")
     parser.add_argument("--compare", metavar="SERVER_DIR", help="also measure this gpulens")
+    parser.add_argument(
+        "--setup",
+        default="",
+        metavar="CODE",
+        help="a first cell run before the rest, e.g. 'import torch' (a GPU notebook's imports)",
+    )
     options = parser.parse_args()
     pause = 0.0 if options.cold else 1.0
     compared = versions(options.compare)
     runs = alternated(
         options.runs,
         compared,
-        lambda server: run_json(RUN, [options.backend, str(pause)], server, timeout=300),
+        lambda server: run_json(
+            RUN, [options.backend, str(pause), options.setup], server, timeout=300
+        ),
     )
     print(
         f"Python {sys.version.split()[0]}, {options.backend} backend, {options.runs} fresh "
         f"kernels, {'no pause' if options.cold else f'{pause:g} s'} after %load_ext"
+        + (f", first cell: {options.setup!r}" if options.setup else "")
     )
     for label, _ in compared:
         done = runs[label]
