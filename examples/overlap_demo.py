@@ -1,5 +1,5 @@
 # "Measure this fix" demo (needs torch and CUDA): the code action on the `.item()` below, or
-#     gpulens measure-fix examples/overlap_demo.py --line 65 --rule GPU001
+#     gpulens measure-fix examples/overlap_demo.py --line 69 --rule GPU001
 #
 # Each training step prepares a batch on the host (Python work, as a data loader without
 # workers does), then gives the GPU one step of work. With `.item()` every step, the host waits
@@ -43,10 +43,14 @@ def queue_steps(count):
         opt.step()
 
 
-# the GPU's time per step: 20 steps queued back to back, after 5 that warm cuBLAS's handles,
-# the allocator's pool and the optimizer's kernels
-queue_steps(5)
-torch.cuda.synchronize()
+# the GPU's time per step: 20 steps queued back to back, after a second of steps that warms
+# cuBLAS's handles, the allocator's pool and the optimizer's kernels, and brings the GPU's
+# clocks up from idle (a fresh process finds them low: the steps timed, and the loop, would
+# run at a clock still climbing)
+warm_until = time.perf_counter() + 1.0
+while time.perf_counter() < warm_until:
+    queue_steps(5)
+    torch.cuda.synchronize()
 began = time.perf_counter()
 queue_steps(20)
 torch.cuda.synchronize()
