@@ -23,7 +23,7 @@ from gpulens.profiler.capture import MEMORY_BY_DEFAULT, MEMORY_CHOICES
 MIME = "application/vnd.gpulens.profile+json"
 _USAGE = (
     "usage: %%gpulens [--backend auto|cupti|torch|host] [--cell N] "
-    "[--memory reserved|all|off] [--no-memory]  |  "
+    "[--memory reserved|all|off] [--no-memory] [--no-sampling]  |  "
     "%gpulens status"
 )
 
@@ -51,6 +51,8 @@ def parse_options(line: str) -> argparse.Namespace:
     # GPU memory per line: the views recorded (the driver's by default)
     parser.add_argument("--memory", choices=MEMORY_CHOICES, default=MEMORY_BY_DEFAULT)
     parser.add_argument("--no-memory", dest="memory", action="store_const", const="off")
+    # every run of every line recorded: a Python-heavy loop's lines are otherwise sampled
+    parser.add_argument("--no-sampling", dest="sample", action="store_false")
     try:
         return parser.parse_args(shlex.split(line))
     except argparse.ArgumentError as error:
@@ -62,11 +64,14 @@ def profile_cell_in_kernel(
     cell: str,
     backend: str = "auto",
     place: int | None = None,
+    *,
     memory: str = MEMORY_BY_DEFAULT,
+    sample: bool = True,
 ) -> tuple[dict[str, Any], BaseException | None]:
     """Runs `cell` in `shell.user_ns` under the profiler: (payload, the cell's exception).
     `place`: where the cell stands in its notebook, from 1, when the caller knows;
-    `memory`: the GPU memory views recorded (`capture.MEMORY_CHOICES`)."""
+    `memory`: the GPU memory views recorded (`capture.MEMORY_CHOICES`); `sample`: False
+    records every run of a Python-heavy loop's lines."""
     import datetime as dt
 
     from gpulens.profiler.attribution import attribute_records
@@ -78,7 +83,7 @@ def profile_cell_in_kernel(
     number = getattr(shell, "execution_count", 0)
     filename = shell.compile.cache(source, number)  # tracebacks show the cell's source
     code = compile(source, filename, "exec", shell.compile.flags, dont_inherit=True)
-    capture = profile_code(code, shell.user_ns, backend, memory=memory)
+    capture = profile_code(code, shell.user_ns, backend, memory=memory, sample=sample)
     attributed = attribute_records(capture.timeline, capture.records)
     lines = body.splitlines()
     payload = build_payload(
@@ -139,7 +144,12 @@ def _make_magics() -> Any:
             from IPython.display import display
 
             payload, raised = profile_cell_in_kernel(
-                self.shell, cell, options.backend, options.cell, memory=options.memory
+                self.shell,
+                cell,
+                options.backend,
+                options.cell,
+                memory=options.memory,
+                sample=options.sample,
             )
             display(bundle(payload), raw=True)
             if raised is not None:

@@ -49,6 +49,7 @@ def profile(
     source: str,
     namespace: dict[str, Any],
     backend: str = "cupti",
+    *,
     memory: str = "all",
     sample: bool = True,
 ) -> tuple[Any, dict[str, Any], dict[int, dict[str, Any]]]:

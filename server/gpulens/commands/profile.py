@@ -65,6 +65,14 @@ def _add_options(parser: argparse.ArgumentParser) -> None:
         help="the same as --memory off",
     )
     parser.add_argument(
+        "--no-sampling",
+        dest="sample",
+        action="store_false",
+        help="record every run of every line: a Python-heavy loop's lines are otherwise "
+        "recorded in stretches past the cell's first 65,536 line events (Python 3.12+), "
+        "their hits the runs recorded, their host time partly estimated",
+    )
+    parser.add_argument(
         "--nproc-per-node",
         type=whole_number(1, "a number of ranks"),
         metavar="N",
@@ -124,6 +132,7 @@ def run(args: argparse.Namespace) -> int:
                 stop=stop,
                 nproc_per_node=args.nproc_per_node,
                 memory=args.memory,
+                sample=args.sample,
             )
         except ProfileRequestError as error:
             print(f"gpulens profile: error: {error}", file=sys.stderr)
@@ -174,6 +183,7 @@ def _replay_problem(args: argparse.Namespace, script_args: list[str]) -> str | N
             ("--python", args.python is not None),
             ("--backend", args.backend != "auto"),
             ("--memory", args.memory != MEMORY_BY_DEFAULT),
+            ("--no-sampling", not args.sample),
             ("--nproc-per-node", args.nproc_per_node is not None),
             ("-- ARGS", bool(script_args)),
         )

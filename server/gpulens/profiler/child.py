@@ -110,6 +110,7 @@ def run_job(
         job.get("backend", "auto"),
         after_cell=None if timed else lambda: _ignore(quiet_signals),
         memory=job.get("memory", MEMORY_BY_DEFAULT),
+        sample=job.get("sample", True) is not False,
     )
     wall = time.perf_counter() - started
     second: dict[str, Any] | None = None

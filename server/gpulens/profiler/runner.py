@@ -69,15 +69,18 @@ def plan_job(
     args: Sequence[str] = (),
     backend: str = "auto",
     memory: str = MEMORY_BY_DEFAULT,
+    sample: bool = True,
 ) -> dict[str, Any]:
     """The child's job: setup chunks (preamble, cells before) and the target chunk;
-    `memory`: the GPU memory views the profile records (`capture.MEMORY_CHOICES`)."""
+    `memory`: the GPU memory views the profile records (`capture.MEMORY_CHOICES`);
+    `sample`: a Python-heavy loop's lines may be sampled (False: every run recorded)."""
     if cell is None and line is None:
         return {
             "path": path,
             "args": list(args),
             "backend": backend,
             "memory": memory,
+            "sample": sample,
             "setup": [],
             "target": {"cell": None, "first_line": 1, "source": text},
         }
@@ -106,6 +109,7 @@ def plan_job(
         "args": list(args),
         "backend": backend,
         "memory": memory,
+        "sample": sample,
         "setup": setup,
         "target": {"cell": chosen.index, "first_line": chosen.first_line, "source": chosen.source},
     }
@@ -426,9 +430,11 @@ def run_profile(
     nproc_per_node: int | None = None,
     memory: str = MEMORY_BY_DEFAULT,
     timed: bool = False,
+    sample: bool = True,
 ) -> dict[str, Any]:
     """Profiles `path` (or the cell `cell` / the cell holding `line`) in a subprocess;
-    `memory`: the GPU memory views it records (`capture.MEMORY_CHOICES`); `timed`: the cell
+    `memory`: the GPU memory views it records (`capture.MEMORY_CHOICES`); `sample`: False
+    records every run of a Python-heavy loop's lines (see `profile_code`); `timed`: the cell
     then runs once more, unprofiled, its wall time in the payload's `timed` (see
     `child.time_again`).
 
@@ -455,6 +461,7 @@ def run_profile(
         args=args,
         backend=backend,
         memory=memory,
+        sample=sample,
     )
     job["path"] = os.path.abspath(path)
     if timed:

@@ -116,3 +116,52 @@ def test_a_call_made_by_a_quiet_line_is_counted_not_placed(tmp_path: Path) -> No
         f"; {unplaced} GPU {calls} made while they ran unrecorded: not placed on a line"
     )
     assert result["total"] == sum(i for i in range(STEPS) if i % EVERY)  # the cell's own result
+
+
+LOOP_SCRIPT = """\
+total = 0
+for i in range(600_000):
+    total += i
+print(total)
+"""
+
+
+def cli_profile(tmp_path: Path, *options: str) -> dict[int, dict[str, Any]]:
+    """`gpulens profile` of a Python-heavy script, its child run by a 3.12+ interpreter."""
+    python = monitoring_python()
+    if python is None:
+        pytest.skip("no Python 3.12+ on this machine: line sampling needs sys.monitoring")
+    script = tmp_path / "loop.py"
+    script.write_text(LOOP_SCRIPT, encoding="utf-8")
+    command = [sys.executable, "-m", "gpulens", "profile", str(script), "--python", python]
+    command += ["--backend", "host", "--format", "json", *options]
+    done = subprocess.run(
+        command, cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return {line["line"]: line for line in json.loads(done.stdout)["lines"]}
+
+
+def test_the_cli_samples_a_python_heavy_script_unless_told_not_to(tmp_path: Path) -> None:
+    sampled = cli_profile(tmp_path)
+    assert sampled[3].get("sampled") and sampled[3]["hits"] < 600_000
+    whole = cli_profile(tmp_path, "--no-sampling")
+    assert "sampled" not in whole[3] and whole[3]["hits"] == 600_000
+    assert whole[2]["hits"] == 600_001
+
+
+def test_no_sampling_is_an_option_of_the_magic_and_not_of_a_replay(tmp_path: Path) -> None:
+    from gpulens.magic import parse_options
+
+    assert parse_options("").sample is True
+    assert parse_options("--no-sampling --backend host").sample is False
+    saved = tmp_path / "saved.json"
+    saved.write_text("{}", encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-m", "gpulens", "profile", str(saved), "--replay", "--no-sampling"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 2 and "drop --no-sampling" in done.stderr
