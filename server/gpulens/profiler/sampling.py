@@ -23,6 +23,7 @@ from __future__ import annotations
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,12 +40,13 @@ QUIET_FACTOR = 19
 
 @dataclass(frozen=True)
 class Sampling:
-    """What the line handlers sample with: the waker, `sys.monitoring.DISABLE`, and the
-    recorded stretch's length, speed bound (clock ticks, about ns), slow runs allowed and
-    quiet factor."""
+    """What the line handlers sample with: the waker, `sys.monitoring.DISABLE` and
+    `restart_events`, and the recorded stretch's length, speed bound (clock ticks, about ns),
+    slow runs allowed and quiet factor."""
 
     waker: Waker
     disable: Any
+    restart: Callable[[], Any]
     window: int = WINDOW
     fast: int = FAST_NS
     by_chance: int = BY_CHANCE
@@ -75,6 +77,13 @@ class Waker:
                 )
                 self._thread.start()
             self._cond.notify()
+
+    def cancel(self) -> bool:
+        """Ends the quiet stretch armed: whether the waker had already restarted the events
+        (else the caller must, for the lines it disabled)."""
+        with self._cond:
+            self._deadline = None
+            return self.woke
 
     def _run(self) -> None:
         restart = sys.monitoring.restart_events  # type: ignore[attr-defined]  # 3.12+

@@ -304,6 +304,7 @@ def event_handlers(
     disable = sampling.disable if sampling is not None else None
     waker = sampling.waker if sampling is not None else None
     window = sampling_window = sampling.window if sampling is not None else 0
+    restart_events = sampling.restart if sampling is not None else _ignored
     fast = sampling.fast if sampling is not None else 0
     window_left, pure, previous_now = sampling_window, True, 0
     slow: dict[int, int] = {}  # the stretch's slow runs, by line
@@ -435,11 +436,15 @@ def event_handlers(
         waker.arm(sampling.quiet_factor * (time.perf_counter() - window_wall))
         return True
 
-    def wake(now: int) -> None:
+    def wake(now: int, restart: bool = True) -> None:
         """Ends the quiet stretch: its time goes to its lines as the recorded stretch had it,
-        and a recorded stretch begins."""
+        and a recorded stretch begins, its lines' events on again (the waker's restart, or
+        ours where another event ended the quiet first)."""
         nonlocal quiet
+        assert waker is not None
         quiet = False
+        if not waker.cancel() and restart:
+            restart_events()
         span = now - quiet_from
         for line, share in rates:
             host[line] += round(share * span)
@@ -449,9 +454,9 @@ def event_handlers(
         walker.quiet.append((quiet_from, now))
         new_window(now)
 
-    def settle(end: int) -> None:
+    def settle(end: int) -> None:  # the cell is over: no more events to turn on
         if quiet:
-            wake(end)
+            wake(end, restart=False)
 
     def innermost() -> int:
         for frame in reversed(stack):
@@ -721,7 +726,9 @@ class LineRecorder:
         # local events fire on any thread that runs the cell's code: only this one's count
         self._thread = threading.get_ident()
         if self.sample:
-            self._sampling = Sampling(waker=Waker(), disable=mon.DISABLE)
+            self._sampling = Sampling(
+                waker=Waker(), disable=mon.DISABLE, restart=mon.restart_events
+            )
         self._install()
         handlers = self._handlers
         mon.register_callback(tool, events.LINE, handlers.line)
