@@ -298,8 +298,9 @@ def event_handlers(
     keep = walker.keep_segments
     # the newest segment's line and start, and the events left before the next tick
     last, last_t, countdown = walker._last, walker._last_t, every
-    # sampling: the recorded stretch (events left, slowest run, whether all its events came
-    # from `window_frame`, where it began and the hits and host time then), and the quiet one
+    # sampling: the recorded stretch (events left, whether all its events came from
+    # `window_frame`, its slow runs by line, when it began and the hits then), and the quiet
+    # one (its frame's code, its lines, when it began, how its time is shared out)
     samples = sampling is not None
     disable = sampling.disable if sampling is not None else None
     waker = sampling.waker if sampling is not None else None
@@ -313,7 +314,7 @@ def event_handlers(
     base_hits: dict[int, int] = {}
     quiet, quiet_code, quiet_from = False, None, 0
     quiet_lines: set[int] = set()
-    # per line of the quiet stretch: its share of the stretch's time
+    # per line of the quiet stretch: its share of the stretch's time (1.0: a frame below's)
     rates: list[tuple[int, float]] = []
 
     def entered(code: CodeType, now: int) -> list[Any]:
@@ -437,9 +438,9 @@ def event_handlers(
         return True
 
     def wake(now: int, restart: bool = True) -> None:
-        """Ends the quiet stretch: its time goes to its lines as the recorded stretch had it,
-        and a recorded stretch begins, its lines' events on again (the waker's restart, or
-        ours where another event ended the quiet first)."""
+        """Ends the quiet stretch: its time goes to its lines as their host time had been
+        shared, and a recorded stretch begins, its lines' events on again (the waker's
+        restart, or ours where another event ended the quiet first)."""
         nonlocal quiet
         assert waker is not None
         quiet = False
