@@ -209,17 +209,22 @@ def merge_ranks(
     time: str | None = None,
 ) -> dict[str, Any]:
     """One payload for the job: every line of every rank that reported, and, for the ranks
-    that did not (`failures`: rank -> what happened, in words), why. The run's error is the
-    first rank's that stopped with one (a rank's error says which rank)."""
+    that did not (`failures`: rank -> what happened, in words), why. The run's error is that
+    of the rank that raised first (its peers' errors are then mostly about losing it: "Connection
+    closed by peer"), the lowest rank's where the times are not known; it says which rank."""
     results = sorted(results, key=lambda r: r["rank"])
     payloads = [r["payload"] for r in results]
     error: dict[str, Any] | None = None
-    for result in results:
-        found = result["payload"].get("error")
-        if found and found.get("type") not in ("Interrupted", "KeyboardInterrupt"):
-            error = {**found, "rank": result["rank"]}
-            error["message"] = f"on rank {result['rank']}: {found.get('message', '')}"
-            break
+    raised = [
+        (found.get("at", float("inf")), result["rank"], found)
+        for result in results
+        if (found := result["payload"].get("error"))
+        and found.get("type") not in ("Interrupted", "KeyboardInterrupt")
+    ]
+    if raised:
+        _, first, found = min(raised, key=lambda item: (item[0], item[1]))
+        error = {**found, "rank": first}
+        error["message"] = f"on rank {first}: {found.get('message', '')}"
     if error is None and failures:
         rank = min(failures)
         error = {"type": "RankExit", "message": failures[rank], "line": None, "rank": rank}

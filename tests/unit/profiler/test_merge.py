@@ -60,6 +60,24 @@ def test_a_rank_that_raised_gives_the_error_with_its_rank() -> None:
     assert "raised ZeroDivisionError at line 2: on rank 1" in payload["display"]["message"]
 
 
+def test_the_rank_that_raised_first_names_the_error_not_the_peer_that_lost_it() -> None:
+    """Gloo's all-reduce on rank 0 fails when rank 1, which raised, closes its connection
+    (seen on an H100 with `gpulens profile --nproc-per-node 2`): the cause is rank 1's."""
+    cause = {"type": "RuntimeError", "message": "rank 1 fails at step 5", "line": 3, "at": 10.0}
+    lost = {
+        "type": "DistBackendError",
+        "message": "[gloo/transport/tcp/pair.cc:547] Connection closed by peer",
+        "line": 4,
+        "at": 10.02,
+    }
+    payload = merge([rank(0, [], lost), rank(1, [], cause)])
+    assert payload["error"]["rank"] == 1
+    assert payload["error"]["message"] == "on rank 1: rank 1 fails at step 5"
+    # without the times (a payload from before they were kept), the lowest rank's
+    del cause["at"], lost["at"]
+    assert merge([rank(0, [], lost), rank(1, [], cause)])["error"]["rank"] == 0
+
+
 def test_lines_add_up_and_each_rank_keeps_its_figures() -> None:
     a = rank(0, [{"line": 1, "hits": 5, "host_s": 0.010, "syncs": {"count": 5, "stall_s": 0.008}}])
     b = rank(1, [{"line": 1, "hits": 5, "host_s": 0.030}])

@@ -255,6 +255,9 @@ def profile_code(
         except BaseException as exc:  # the cell's own failure is part of the result
             raised = exc
             error = describe_error(exc, code.co_filename)
+            # when, on the host's clock: of the ranks of a job that failed, the first to fail
+            # names the cause (the others' errors are often its peers losing it)
+            error["at"] = time.time()
         finally:
             if after_cell is not None:
                 after_cell()
