@@ -7,9 +7,12 @@ Drives `python -P -m gpulens serve` over stdio with a JSON-RPC client of its own
 and `json` only, so the client's own decoding costs nothing measurable), and prints:
 
 - start -> `initialize` answered, gpulens against a bare pygls server (a `LanguageServer`
-  and nothing else) started the same way with the same interpreter, alternated, N times
+  and nothing else) started the same way with the same interpreter, taking turns, N times
   each: the medians and their ratio (target <= 1.2x); then didOpen of the 2,000-line file
-  -> its first diagnostics (target <= 300 ms);
+  -> its first diagnostics (target <= 300 ms). Each gpulens runs from a copy of its source
+  folder twice: compiled to bytecode, as `pip install` leaves it and as an editor starts it,
+  and as source only ("from source"), which this machine's PYTHONDONTWRITEBYTECODE=1 made
+  every start of a checkout compile again (the bare server's pygls is installed, compiled);
 - typing: one character every 100-200 ms (uniform, seeded) into a function in the middle
   of a file, a statement typed then erased, half of its states not parsing; each didChange
   -> the first publishDiagnostics for that version or a later one (the editor shows the
@@ -21,7 +24,8 @@ and `json` only, so the client's own decoding costs nothing measurable), and pri
 
 `--compare SERVER_DIR` measures another gpulens beside this one in the same run (e.g. an
 older version: `git archive <rev> server | tar -x -C /tmp/before`, then
-`--compare /tmp/before/server`): its servers run with that folder first on PYTHONPATH.
+`--compare /tmp/before/server`): its servers run from copies of that folder, built the
+same two ways.
 """
 
 from __future__ import annotations
@@ -41,7 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from versions import with_server
+from versions import built, versions
 
 GPULENS = [sys.executable, "-P", "-m", "gpulens", "serve"]
 BARE_SERVER = """\
@@ -391,49 +395,78 @@ def anchor_analyze_s(text: str, rounds: int = 5) -> float:
 Row = tuple[str, float, float | None]
 
 
-def server_env(path: str | None) -> dict[str, str] | None:
-    """The environment of a server run from the source folder ``path`` (None: this one)."""
-    return None if path is None else with_server(path)
+def build_name(label: str, bytecode: bool) -> str:
+    return label if bytecode else f"{label} from source"
 
 
 async def run(starts: int, keystrokes: int, seed: int, compare: str | None) -> list[Row]:
     rows = Table()
     print(f"{'measure':<{WIDTH}}  {'value':>10}  {'target':>8}  {'ratio':>6}")
     medium, large = generated_file(lines=2000), generated_file(chars=LARGE_CHARS)
-    variants = [("gpulens", server_env(None))]
-    if compare:
-        variants.append(("compared", server_env(compare)))
+    labels = [label for label, _ in versions(compare)]
 
     with tempfile.TemporaryDirectory() as folder:
+        builds = {
+            (label, bytecode): built(path, f"{folder}/{label}", bytecode=bytecode)
+            for label, path in versions(compare)
+            for bytecode in (True, False)
+        }
         bare_path = Path(folder) / "bare_server.py"
         bare_path.write_text(BARE_SERVER)
         bare = [sys.executable, "-P", str(bare_path)]
         theirs: list[float] = []
-        ours: dict[str, list[float]] = {label: [] for label, _ in variants}
-        firsts: dict[str, list[float]] = {label: [] for label, _ in variants}
-        for _ in range(starts):  # alternated, so a load spike hits each alike
-            theirs.append((await start_once(bare, None))[0])
-            for label, env in variants:
-                ready, first = await start_once(GPULENS, medium, env)
-                ours[label].append(ready)
-                firsts[label].append(first or 0.0)
-    bare_median = statistics.median(theirs)
-    rows.append(("start -> initialize answered, bare pygls server, median", bare_median, None))
-    for label, _ in variants:
-        median = statistics.median(ours[label])
-        rows.append((f"start -> initialize answered, {label}, median", median, None))
-        rows.append(
-            (f"start: {label} over bare pygls (ratio of medians)", median / bare_median, 1.2)
-        )
-        rows.append(
-            (
-                f"didOpen -> first diagnostics, 2,000 lines, {label}, median",
-                statistics.median(firsts[label]),
-                0.300,
+        ours: dict[tuple[str, bool], list[float]] = {build: [] for build in builds}
+        firsts: dict[tuple[str, bool], list[float]] = {build: [] for build in builds}
+        turns: list[tuple[str, bool] | None] = [None, *builds]  # None: the bare server
+        for round_ in range(starts):
+            # taking turns, in an order rotated every round: a load spike, or the slot right
+            # after another server's exit, hits each alike
+            shift = round_ % len(turns)
+            for build in turns[shift:] + turns[:shift]:
+                if build is None:
+                    theirs.append((await start_once(bare, None))[0])
+                    continue
+                ready, first = await start_once(GPULENS, medium, builds[build])
+                ours[build].append(ready)
+                firsts[build].append(first or 0.0)
+        bare_median = statistics.median(theirs)
+        rows.append(("start -> initialize answered, bare pygls server, median", bare_median, None))
+        for build in builds:
+            name = build_name(*build)
+            median = statistics.median(ours[build])
+            rows.append((f"start -> initialize answered, {name}, median", median, None))
+            rows.append(
+                (f"start: {name} over bare pygls (ratio of medians)", median / bare_median, 1.2)
             )
+            rows.append(
+                (
+                    f"didOpen -> first diagnostics, 2,000 lines, {name}, median",
+                    statistics.median(firsts[build]),
+                    0.300,
+                )
+            )
+        await typing_rows(
+            rows, labels, builds, medium=medium, large=large, keystrokes=keystrokes, seed=seed
         )
 
-    for label, env in variants:
+    anchor = anchor_analyze_s(medium)
+    rows.append(("anchor: analyze() from scratch, 2,000 lines, in-process median", anchor, None))
+    return rows
+
+
+async def typing_rows(
+    rows: Table,
+    labels: list[str],
+    builds: dict[tuple[str, bool], dict[str, str]],
+    *,
+    medium: str,
+    large: str,
+    keystrokes: int,
+    seed: int,
+) -> None:
+    """Typing and codeAction latencies of each version, compiled (as installed)."""
+    for label in labels:
+        env = builds[(label, True)]
         rng = random.Random(seed)  # each server gets the same keystroke intervals
         client = Client()
         await client.initialize(await client.start(GPULENS, env))
@@ -472,12 +505,8 @@ async def run(starts: int, keystrokes: int, seed: int, compare: str | None) -> l
         finally:
             await client.stop()
 
-    anchor = anchor_analyze_s(medium)
-    rows.append(("anchor: analyze() from scratch, 2,000 lines, in-process median", anchor, None))
-    return rows
 
-
-WIDTH = 68
+WIDTH = 76
 
 
 def print_row(name: str, value: float, target: float | None, width: int) -> None:

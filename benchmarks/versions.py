@@ -5,8 +5,10 @@ PYTHONPATH, the two alternated so that a load spike hits each alike."""
 
 from __future__ import annotations
 
+import compileall
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Sequence
@@ -22,6 +24,26 @@ def with_server(path: str) -> dict[str, str]:
     PYTHONPATH."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [path, env.get("PYTHONPATH")]))
+    return env
+
+
+def built(path: str, folder: str, *, bytecode: bool) -> dict[str, str]:
+    """The environment of a server run from a copy of the gpulens source folder ``path``,
+    made under ``folder``: compiled to bytecode as `pip install` compiles a package
+    (``bytecode``), or as source only, which every start then compiles again (the copy's
+    environment writes no bytecode). Where PYTHONDONTWRITEBYTECODE is set, a source
+    checkout stays source only: measuring it as it is measures the second."""
+    target = Path(folder) / ("bytecode" if bytecode else "source")
+    shutil.copytree(
+        Path(path) / "gpulens",
+        target / "gpulens",
+        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"),
+    )
+    env = with_server(str(target))
+    if bytecode:
+        compileall.compile_dir(target, quiet=1)
+    else:
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
     return env
 
 

@@ -83,6 +83,58 @@ async def test_columns_are_utf16_code_units(shared_client: RecordingClient) -> N
     assert "item()" in text_in(text, diagnostic.range)
 
 
+# findings after non-ASCII text on their lines (UTF-16 columns differ from code points),
+# fixable and not, warnings and infos
+MIXED = """\
+import time
+
+import torch
+from torch.utils.data import DataLoader
+
+device = torch.device("cuda")
+x = torch.randn(8, device="cuda")  # é 😀
+loader = DataLoader(list(range(64)), batch_size=8)
+total = 0.0
+for step, batch in enumerate(loader):  # é 😀 é
+    batch = batch.to(device)
+    total += len("😀😀") + x.sum().item()
+    t0 = time.perf_counter()
+    label = "é😀"; y = torch.zeros(256, 3).cuda()
+print(f"took {time.perf_counter() - t0:.3f} s")
+"""
+
+
+def analysed(text: str) -> list[types.Diagnostic]:
+    """The diagnostics of a fresh analysis of ``text``, converted by lsprotocol's types."""
+    from pygls.workspace.position_codec import PositionCodec
+
+    from gpulens.analysis import analyze
+    from gpulens.lsp.convert import LineIndex, finding_to_diagnostic
+
+    index = LineIndex(text, PositionCodec(types.PositionEncodingKind.Utf16))
+    return [finding_to_diagnostic(f, index) for f in analyze(text).findings]
+
+
+async def test_published_diagnostics_are_a_fresh_analysis(
+    shared_client: RecordingClient,
+) -> None:
+    """What the client receives, first and after an edit that moves every finding, is what
+    lsprotocol makes of a fresh analysis of the text: the server writes each diagnostic's
+    JSON itself and reuses it while its finding is unchanged."""
+    client = shared_client
+    uri = fresh_uri(client)
+    open_document(client, uri, MIXED)
+    first = await wait_for_published(client, uri, lambda p: p.version == 1)
+    expected = analysed(MIXED)
+    assert {d.code for d in expected} >= {"GPU001", "GPU003", "GPU005", "GPU007"}
+    assert {d.data["fixable"] for d in expected} == {True, False}
+    assert list(first.diagnostics) == expected
+    # a line above everything: each finding moves down one line
+    change_document(client, uri, 2, "# é😀\n", start=(0, 0))
+    moved = await wait_for_published(client, uri, lambda p: p.version == 2)
+    assert list(moved.diagnostics) == analysed("# é😀\n" + MIXED)
+
+
 async def test_changes_update_the_diagnostics(shared_client: RecordingClient) -> None:
     client = shared_client
     uri = fresh_uri(client)

@@ -155,11 +155,13 @@ class Imports:
 
     def cached_qualname(self, node: ast.expr, through_calls: bool = False) -> str | None:
         key = (id(node), through_calls)
-        try:
-            return self._cache[key]
-        except KeyError:
-            name = self._cache[key] = self.qualname(node, through_calls=through_calls)
-            return name
+        cache = self._cache
+        # not try/except: nearly half the lookups miss, and raising KeyError costs more
+        # than looking twice
+        if key in cache:
+            return cache[key]
+        name = cache[key] = self.qualname(node, through_calls=through_calls)
+        return name
 
     def add(self, node: ast.Import | ast.ImportFrom) -> None:
         self._cache.clear()

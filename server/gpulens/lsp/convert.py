@@ -54,14 +54,20 @@ class LineIndex:
 
     def to_client(self, line: int, column: int) -> types.Position:
         """A code-point position of the analysis as a client position, clamped to the text."""
+        line, character = self.client_position(line, column)
+        return types.Position(line=line, character=character)
+
+    def client_position(self, line: int, column: int) -> tuple[int, int]:
+        """`to_client` as (line, character), without building a `Position`."""
         if line >= len(self.lines):
             last = len(self.lines) - 1
-            return types.Position(line=last, character=self._units(self._line(last)))
-        text = self._line(max(line, 0))
+            return last, self._units(self._line(last))
+        line = max(line, 0)
+        text = self._line(line)
         column = max(0, min(column, len(text)))
         if text.isascii():
-            return types.Position(line=max(line, 0), character=column)
-        return types.Position(line=max(line, 0), character=self._units(text[:column]))
+            return line, column
+        return line, self._units(text[:column])
 
     def from_client(self, position: types.Position) -> tuple[int, int]:
         """A client position as (line, code-point column), clamped to the text."""

@@ -15,7 +15,7 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from gpulens.analysis.model import Finding
+from gpulens.analysis.model import Finding, Severity
 from gpulens.lsp.convert import MEASURED_SOURCE, SOURCE, LineIndex, severity_to_lsp
 
 if TYPE_CHECKING:
@@ -23,30 +23,34 @@ if TYPE_CHECKING:
 
     from gpulens.profiler.measured import Merged
 
+# a string as `json.dumps` writes it (ASCII, escaped)
+_string = json.encoder.encode_basestring_ascii
+_SOURCE, _MEASURED_SOURCE = _string(SOURCE), _string(MEASURED_SOURCE)
+_SEVERITY = {severity: severity_to_lsp(severity).value for severity in Severity}
+
 
 def diagnostic_json(finding: Finding, index: LineIndex, origin: str | None = None) -> str:
     """The JSON of ``finding``'s diagnostic (`convert.finding_to_diagnostic`); of one a
     profile found (``origin``: the `Merged` origin that says so),
-    `convert.merged_to_diagnostic`'s."""
-    start = index.to_client(finding.span.line, finding.span.column)
-    end = index.to_client(finding.span.end_line, finding.span.end_column)
+    `convert.merged_to_diagnostic`'s.
+
+    Written as `json.dumps` writes the dict (its separators, its escaping of strings), in a
+    third of its time: a first publication writes every finding of the file."""
+    span = finding.span
+    line, character = index.client_position(span.line, span.column)
+    end_line, end_character = index.client_position(span.end_line, span.end_column)
     # lets a client tell fixable findings apart without asking for code actions
-    data: dict[str, object] = {"fixable": any(fix.safe for fix in finding.fixes)}
-    source = SOURCE
-    if origin is not None:
-        source, data["origin"] = MEASURED_SOURCE, origin
-    return json.dumps(
-        {
-            "range": {
-                "start": {"line": start.line, "character": start.character},
-                "end": {"line": end.line, "character": end.character},
-            },
-            "message": finding.message,
-            "severity": severity_to_lsp(finding.severity).value,
-            "code": finding.code,
-            "source": source,
-            "data": data,
-        }
+    fixable = "true" if any(fix.safe for fix in finding.fixes) else "false"
+    if origin is None:
+        source, data = _SOURCE, f'{{"fixable": {fixable}}}'
+    else:
+        source, data = _MEASURED_SOURCE, f'{{"fixable": {fixable}, "origin": {_string(origin)}}}'
+    return (
+        f'{{"range": {{"start": {{"line": {line}, "character": {character}}}, '
+        f'"end": {{"line": {end_line}, "character": {end_character}}}}}, '
+        f'"message": {_string(finding.message)}, '
+        f'"severity": {_SEVERITY[finding.severity]}, "code": {_string(finding.code)}, '
+        f'"source": {source}, "data": {data}}}'
     )
 
 
