@@ -298,6 +298,10 @@ STEP_METHODS[SKRL_AGENT] = {
     ),
     "update": (),
 }
+# a sigpy `Alg`: its documented use is `while not alg.done(): alg.update()`, and `update()`
+# runs the subclass's `_update()`, once per iteration of the solver
+SIGPY_ALG = "sigpy algorithm"
+STEP_METHODS[SIGPY_ALG] = {"_update": ()}
 # how messages name the loop that runs each library's hooks
 STEP_LOOPS = {
     DIFFUSERS_SCHEDULER: "the denoising loop that runs {}() once per step",
@@ -305,6 +309,7 @@ STEP_LOOPS = {
     SB3_ALGORITHM: "the loop that runs {}() once per rollout",
     SB3_BUFFER: "the loop that runs {}() once per environment step",
     SKRL_AGENT: "the loop that runs {}() once per environment step",
+    SIGPY_ALG: "the solver loop that runs {}() once per iteration",
 }
 # the libraries above: the file does not show the device their hooks' data is on (a guess)
 GUESSED_STEPS = frozenset(STEP_LOOPS)
@@ -315,6 +320,7 @@ STEP_CLASS_HOMES = {
     SB3_ALGORITHM: "stable_baselines3.",
     SB3_BUFFER: "stable_baselines3.",
     SKRL_AGENT: "skrl.",
+    SIGPY_ALG: "sigpy.",
 }
 
 # the parameters a framework's hooks start with (after self), where its hooks share them:
@@ -338,6 +344,7 @@ STEP_CLASSES = {
     "RolloutBuffer": SB3_BUFFER,
     "ReplayBuffer": SB3_BUFFER,
     "Agent": SKRL_AGENT,
+    "Alg": SIGPY_ALG,
 }
 STEP_CLASS_MODULES = (
     "lightning",
@@ -348,6 +355,7 @@ STEP_CLASS_MODULES = (
     "torchmetrics",
     "stable_baselines3",
     "skrl",
+    "sigpy",
 )
 
 # library functions that move a whole batch (tensors in dicts, lists, tuples) to a device

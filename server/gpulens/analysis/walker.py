@@ -27,6 +27,7 @@ from gpulens.analysis.model import Finding
 from gpulens.analysis.rules.registry import CHECKS
 from gpulens.analysis.source import SourceText
 from gpulens.analysis.symbols import (
+    Imports,
     Kind,
     Scope,
     Value,
@@ -422,6 +423,10 @@ class _Walker(FunctionResultsMixin):
             )
             if framework is not None:
                 evaluator.step_classes[node.name] = framework
+        if node.name not in evaluator.step_classes:
+            own = _library_base(node.name, self.ctx.imports)
+            if own is not None:
+                evaluator.step_classes[node.name] = own
         if node.name not in evaluator.step_classes and (
             fw.LOSS_CLASS.search(node.name)
             or any(fw.LOSS_CLASS.search(simple_name(b)) for b in node.bases)
@@ -1079,6 +1084,18 @@ def _step_framework(qualified: str, base: ast.expr, definitions: Definitions) ->
     framework = fw.STEP_CLASSES.get(last)
     home = fw.STEP_CLASS_HOMES.get(framework or "")
     return None if home is not None and not qualified.startswith(home) else framework
+
+
+def _library_base(name: str, imports: Imports) -> str | None:
+    """The library whose hook base class a class of this name is, where the file defines it
+    itself: the library's own file (it imports the library's modules by their absolute
+    name) defines `class Agent:` or `class BaseBuffer(ABC):`, whose hooks its loops call as
+    they call a subclass's."""
+    framework = fw.STEP_CLASSES.get(name)
+    home = fw.STEP_CLASS_HOMES.get(framework or "")
+    if framework is None or home is None:
+        return None
+    return framework if imports.uses(home.rstrip(".")) else None
 
 
 def _mapped_lambda(call: ast.Call) -> tuple[ast.Lambda, list[ast.expr], str] | None:
