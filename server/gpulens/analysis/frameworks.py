@@ -171,6 +171,40 @@ EFFECT_METHODS = frozenset(["backward", "record_stream", "synchronize", "block_u
 # calls that hand a value to the host and wait for the GPU (GPU001)
 SYNC_METHODS = frozenset({"item", "tolist", "cpu", "numpy"})
 SYNC_BUILTINS = frozenset({"float", "int", "bool", "complex", "str", "repr", "format", "print"})
+# operations whose result's size depends on the values of a GPU array: the host must learn
+# the size before it can allocate the result, so it waits for the GPU to count (PyTorch's
+# and CuPy's documentation say so of nonzero, argwhere, flatnonzero, one-argument where,
+# and of repeat_interleave given a tensor of repeats without `output_size`; masked_select
+# and unique size their results from the values in the same way)
+SIZE_FROM_VALUES_METHODS = frozenset({"nonzero", "argwhere", "masked_select", "unique"})
+SIZE_FROM_VALUES_FUNCTIONS = frozenset(
+    {"nonzero", "argwhere", "flatnonzero", "masked_select", "unique"}
+)
+# functions that select (`where(mask)`) or repeat (`repeat_interleave(x, counts)`) by values
+# only in some of their forms
+WHERE_FUNCTIONS = frozenset({"where"})
+REPEAT_FUNCTIONS = frozenset({"repeat_interleave"})
+# functions of a GPU array that give a boolean mask of it
+MASK_FUNCTIONS = frozenset(
+    {
+        "isnan",
+        "isinf",
+        "isfinite",
+        "isneginf",
+        "isposinf",
+        "logical_and",
+        "logical_or",
+        "logical_not",
+        "logical_xor",
+        "isin",
+        "eq",
+        "ne",
+        "gt",
+        "ge",
+        "lt",
+        "le",
+    }
+)
 # calls that wait for the whole device, whatever their arguments
 DEVICE_SYNC_CALLS = frozenset(
     {
