@@ -363,6 +363,21 @@ def run(fn, loader, device):
 def main(loader, device):
     run(helper, loader, device)
 """
+# a helper that reads on the host the value it is handed, called once per item: the call's
+# finding depends on what the helper reads, not only on what it returns (a host int in both)
+READS_PER_ITEM = """
+import torch
+
+
+def noise(samples, timesteps, table):
+    table = table.to(samples.device)
+    return [lookup(t, table) for t in timesteps.to(samples.device)]
+
+
+def lookup(t, table):
+    found = (table == t).nonzero()
+    return found.numel()
+"""
 OUTSIDE_CHANGES = {
     # the issue's case: a syntax error elsewhere hid a finding, and the repair did not bring
     # it back (the fix's preamble needs a file that parses)
@@ -431,6 +446,11 @@ OUTSIDE_CHANGES = {
     "a helper passed as a callback": [
         CALLBACK,
         CALLBACK.replace("return float(x)", "return x * 2"),
+    ],
+    "a helper that no longer reads its argument on the host": [
+        READS_PER_ITEM,
+        READS_PER_ITEM.replace(".nonzero()", ".long()"),
+        READS_PER_ITEM,
     ],
     "two spellings of one import swapped": [
         TWO_SPELLINGS,

@@ -234,6 +234,8 @@ def check_sync_call(node: ast.Call, ctx: Context) -> None:
                 else "as the data the framework hands this step suggests",
             )
             return
+    if _reads_per_item(node, loop, ctx):
+        return
     counted = _counted_array(node, ctx)
     if counted is not None:
         _report_sized_by_values(node, f"`{shown(ctx, node)}`", counted, loop, ctx)
@@ -244,6 +246,45 @@ def check_sync_call(node: ast.Call, ctx: Context) -> None:
         return
     if isinstance(func, ast.Name) and ctx.scope.lookup(func.id) is None:
         _check_builtin(node, func.id, loop, ctx)
+
+
+def _reads_per_item(node: ast.Call, loop: Loop, ctx: Context) -> bool:
+    """`[self.index_for_timestep(t) for t in timesteps]`: a function of the file that reads
+    on the host the GPU value it is handed, called once per item with the item. Its own
+    finding names the read; this one names the call, where the fix goes (one call for all
+    the items)."""
+    if not loop.per_sample:
+        return False
+    callee = ctx.value(node.func)
+    if callee is None or callee.kind is not Kind.FUNCTION:
+        return False
+    function = callee.origin
+    if not isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
+        return False
+    for position, parameter, read in ctx.evaluator.host_reads(function):
+        if 0 <= position < len(node.args):
+            argument: ast.expr | None = node.args[position]
+        else:
+            argument = _keyword_value(node, parameter)
+        if argument is None or isinstance(argument, ast.Starred):
+            continue
+        if not names_in(argument) & loop.targets:
+            continue  # the same value on every call: not one per item
+        value = ctx.value(argument)
+        if value is None or not value.on_gpu:
+            continue
+        _report_sync(
+            node,
+            f"`{shown(ctx, node)}` runs {function.name}(), which waits for the GPU on the "
+            f"value it is given ({read} there)",
+            loop,
+            ctx,
+            advice=": one wait per item. Hand the function all the items at once (one "
+            "vectorized lookup), or copy them to the host in one read before the loop.",
+            subject=value,
+        )
+        return True
+    return False
 
 
 def _sizes_by_values(node: ast.Call, method: str, ctx: Context) -> bool:
@@ -332,6 +373,8 @@ def _report_sized_by_values(
 ) -> None:
     """A result whose size depends on the values of a GPU array: the host allocates it,
     so it waits for the GPU to count them."""
+    if _read_at_once(node, ctx):
+        return  # `x.nonzero().tolist()`: the read is reported, and it is the same wait
     library = "cupy" if subject is not None and subject.lib == "cupy" else "torch"
     _report_sync(
         node,
@@ -344,6 +387,21 @@ def _report_sized_by_values(
         "index known on the host.",
         subject=subject,
     )
+
+
+def _read_at_once(node: ast.expr, ctx: Context) -> bool:
+    """Whether the statement reads ``node``'s result on the host where it stands
+    (`x.nonzero()[0].tolist()`)."""
+    if ctx.statement is None:
+        return False
+    for call in ast.walk(ctx.statement):
+        match call:
+            case ast.Call(func=ast.Attribute(attr=attr, value=receiver)) if (
+                attr in fw.SYNC_METHODS and receiver is not node
+            ):
+                if any(inner is node for inner in ast.walk(receiver)):
+                    return True
+    return False
 
 
 _IDENTITY = (ast.Is, ast.IsNot, ast.In, ast.NotIn)
