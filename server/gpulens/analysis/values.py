@@ -368,6 +368,10 @@ class Evaluator:
         parts = self.returned_parts(callee.origin)
         if parts is None:
             return None
+        if self.returned(callee.origin) is not None:
+            # the body told what it returns: a part it does not tell is unknown, not what
+            # its other parts are (`return idx, population`)
+            return list(parts)
         # a part the body does not tell (a parameter passed through) is what the call as a
         # whole is judged to give
         whole = element_of(self.value(call))

@@ -283,7 +283,8 @@ class _Walker(FunctionResultsMixin):
         elif sites is not None and sites.hot_call:
             # (called per training step, it is per step, loops of its own or not)
             per_step = sites.hot_call.startswith(_STEP_CALL)
-            if per_step or not _has_loop(function.body):
+            per_item = sites.hot_call.endswith(_PER_ITEM)
+            if per_step or per_item or not _has_loop(function.body):
                 ctx.loops = [Loop(function, line, frozenset(), None, called_from=sites.hot_call)]
                 ctx.loops[0].per_step = per_step
         try:
@@ -829,6 +830,16 @@ class _Walker(FunctionResultsMixin):
             if named.arg is not None:
                 arguments.append((named.arg, self.evaluator.value(named.value)))
         loop = self.ctx.hot_loop
+        # handed the item of a loop over the samples of some data (`f(x[i])` in `for i in
+        # range(n)`): the callee runs per item, loops of its own or not
+        per_item = (
+            loop is not None
+            and loop.per_sample
+            and any(
+                names_in(argument) & loop.targets
+                for argument in (*node.args, *(k.value for k in node.keywords))
+            )
+        )
         for target in targets:
             # a guessed caller makes a guessed call
             guessed = self.ctx.likely and not target.startswith(_GUESSED)
@@ -838,6 +849,8 @@ class _Walker(FunctionResultsMixin):
                 called = key.rsplit(".", 1)[-1]
                 per_step = loop.per_step or loop.over_loader or loop.trains
                 hot_call = f"{_STEP_CALL if per_step else 'the loop that calls'} {called}()"
+                if not per_step and per_item:
+                    hot_call += _PER_ITEM
             for recording in self._recordings:
                 recording.calls.append((key, tuple(arguments), hot_call))
             self.merge_call(key, tuple(arguments), hot_call)
@@ -901,12 +914,8 @@ class _Walker(FunctionResultsMixin):
         sites = self.call_sites[name]
         for key, value in arguments:
             sites.arguments[key] = merge(sites.arguments.get(key), value)
-        if sites.hot_call is None or (
-            hot_call is not None
-            and hot_call.startswith(_STEP_CALL)
-            and not sites.hot_call.startswith(_STEP_CALL)
-        ):
-            sites.hot_call = hot_call  # a training step's call says the most
+        if sites.hot_call is None or _says_more(hot_call, sites.hot_call):
+            sites.hot_call = hot_call  # a training step's call says the most, then an item's
 
 
 def _expression_fields(node_type: type[ast.AST]) -> tuple[str, ...]:
@@ -928,6 +937,20 @@ _EXPRESSION_FIELDS: dict[type[ast.AST], tuple[str, ...]] = {
 # how messages name a step (of training, denoising, an environment) that calls a function
 # (it runs per step, loops or not)
 _STEP_CALL = "the step that calls"
+# how messages name a loop that calls a function with each of its items
+_PER_ITEM = " once per item"
+
+
+def _says_more(new: str | None, old: str) -> bool:
+    """Whether a call's loop (`hot_call`) says more of how often the callee runs than the
+    one recorded: a training step's, then an item's, then any loop's."""
+    if new is None:
+        return False
+
+    def rank(call: str) -> int:
+        return 2 if call.startswith(_STEP_CALL) else 1 if call.endswith(_PER_ITEM) else 0
+
+    return rank(new) > rank(old)
 # a training step or the next batch: `loss.backward()`, `next(batches)`
 _TRAINS = re.compile(r"\.backward\s*\(|(?<![.\w])next\s*\(")
 _BACKWARD = re.compile(r"\.backward\s*\(")
