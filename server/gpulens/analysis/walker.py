@@ -951,6 +951,8 @@ def _says_more(new: str | None, old: str) -> bool:
         return 2 if call.startswith(_STEP_CALL) else 1 if call.endswith(_PER_ITEM) else 0
 
     return rank(new) > rank(old)
+
+
 # a training step or the next batch: `loss.backward()`, `next(batches)`
 _TRAINS = re.compile(r"\.backward\s*\(|(?<![.\w])next\s*\(")
 _BACKWARD = re.compile(r"\.backward\s*\(")
