@@ -21,7 +21,7 @@ from gpulens.analysis.config import Config
 from gpulens.analysis.context import Context, Loop
 from gpulens.analysis.definitions import CONSTRUCTORS, Definitions, flat_statements
 from gpulens.analysis.function_results import CallSites, FunctionResultsMixin, Recording
-from gpulens.analysis.guards import device_test, leaves_loop, runs_once_per_period
+from gpulens.analysis.guards import device_test, is_few, leaves_loop, runs_once_per_period
 from gpulens.analysis.incremental import CALLED, FunctionMemo
 from gpulens.analysis.model import Finding
 from gpulens.analysis.rules.registry import CHECKS
@@ -244,6 +244,9 @@ class _Walker(FunctionResultsMixin):
             if argument is not None:
                 value = sites.arguments.get(argument.arg) if sites else None
                 scope.bind(argument.arg, value)
+        for name in _few_by_default(function):
+            if scope.bindings.get(name) is None:
+                scope.bind(name, Value(Kind.FEW))  # `policy_delay: int = 2`
         step = self.framework_step(function, enclosing) if is_method else None
         if step is not None:
             # the framework moved the batch to the device before calling the step
@@ -1079,6 +1082,26 @@ def _fed_to_a_model(function: Function) -> list[str]:
     required = [a.arg for a in (*arguments.posonlyargs, *arguments.args)]
     required = required[: len(required) - len(arguments.defaults)]
     return [p for p in required if p in fed and p not in models and p not in ("self", "cls")]
+
+
+def _few_by_default(function: Function) -> list[str]:
+    """The parameters whose default is a small whole number (2 to 4): how often something
+    happens in steps, a delay, a count of a few."""
+    arguments = function.args
+    positional = [*arguments.posonlyargs, *arguments.args]
+    pairs = [
+        *zip(
+            positional[len(positional) - len(arguments.defaults) :],
+            arguments.defaults,
+            strict=True,
+        ),
+        *zip(arguments.kwonlyargs, arguments.kw_defaults, strict=True),
+    ]
+    return [
+        argument.arg
+        for argument, default in pairs
+        if isinstance(default, ast.Constant) and is_few(default.value)
+    ]
 
 
 def _enumerated(target: ast.expr) -> ast.expr:
