@@ -378,6 +378,23 @@ def lookup(t, table):
     found = (table == t).nonzero()
     return found.numel()
 """
+# what a method of an object of the file's class returns, read at the call on the object
+METHOD_OF_AN_OBJECT = """
+import torch
+
+
+def decode(features, steps):
+    scorer = Scorer()
+    for _ in range(steps):
+        score = scorer.best(features.cuda())
+        if score > 0:
+            pass
+
+
+class Scorer:
+    def best(self, x):
+        return x.max()
+"""
 OUTSIDE_CHANGES = {
     # the issue's case: a syntax error elsewhere hid a finding, and the repair did not bring
     # it back (the fix's preamble needs a file that parses)
@@ -451,6 +468,11 @@ OUTSIDE_CHANGES = {
         READS_PER_ITEM,
         READS_PER_ITEM.replace(".nonzero()", ".long()"),
         READS_PER_ITEM,
+    ],
+    "a method of an object that now returns a host number": [
+        METHOD_OF_AN_OBJECT,
+        METHOD_OF_AN_OBJECT.replace("return x.max()", "return x.max().item()"),
+        METHOD_OF_AN_OBJECT,
     ],
     "two spellings of one import swapped": [
         TWO_SPELLINGS,

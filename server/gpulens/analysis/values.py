@@ -617,6 +617,8 @@ class Evaluator:
             )
         if receiver is None:
             return None
+        if receiver.kind is Kind.INSTANCE and isinstance(receiver.origin, ast.ClassDef):
+            return self._instance_method(node, method, receiver.origin)
         if receiver.kind is Kind.ARRAY_MODULE:
             # `xp.linalg.norm(r)`: an array where the inputs are, on the GPU by a guess
             if method in fw.ARRAY_API_HOST_FUNCTIONS or method in _ARRAY_MODULE_HOST:
@@ -646,6 +648,19 @@ class Evaluator:
         if kind is Kind.CPU_TENSOR and method in ("float", "half", "double", "long", "int"):
             return receiver
         return None
+
+    def _instance_method(self, node: ast.Call, method: str, cls: ast.ClassDef) -> Value | None:
+        """`self.inference.logits(tokens)` on an object of a class of the file: what the
+        method returns, judged from its body; where the body does not tell, what an unknown
+        function of the arguments gives (a GPU array where one is passed)."""
+        found = self.definitions.method(cls.name, method)
+        if found is None:
+            return None
+        returned = self.returned(found[1])
+        if returned is not None:
+            return None if returned.kind is Kind.HOST else returned
+        gpu = self._gpu_among((*node.args, *(k.value for k in node.keywords)))
+        return None if gpu is None else Value(Kind.GPU, gpu.lib, guessed=gpu.guessed)
 
     def moves_batch(self, call: ast.Call) -> bool:
         """`batch_to_device(batch, device)`: a function named for moving a batch, given one
