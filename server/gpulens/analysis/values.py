@@ -8,6 +8,7 @@ linter that cries wolf gets switched off.
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Callable, Container, Iterable
 from dataclasses import replace
 
@@ -450,12 +451,12 @@ class Evaluator:
         # recursion is judged with the others unknown, whichever of them is asked first
         # (what a caller's walk reads must not depend on the order functions are walked in)
         group = self._group_of(function)
-        reads = self._host_reads_of(function)
         if group is not None and group in self._open_groups:
-            return None, None, reads
+            return None, None, self._host_reads_of(function)
         key = (id(function), state)
         if key in self._returns:
             return self._returns[key]
+        reads = self._host_reads_of(function)
         self._returns[key] = (None, None, reads)  # a recursive call returns "unknown"
         saved = self.scope, self._cache
         self.scope = Scope("function", function.name, self._static_scope(function))
@@ -475,6 +476,21 @@ class Evaluator:
 
     def _host_reads_of(self, function: Function) -> HostReads:
         """`host_reads`, from the function's own text (the same in every state)."""
+        may_read = None
+        if self.text_of is not None:
+            text = self.text_of(function)
+            if not _HOST_READ.search(text):
+                return ()  # (most functions read nothing: the text is quicker to search)
+            lines = text.splitlines()
+            first = function.lineno
+
+            def may_read(statement: ast.stmt) -> bool:
+                end = statement.end_lineno or statement.lineno
+                return any(
+                    _HOST_READ.search(line)
+                    for line in lines[statement.lineno - first : end - first + 1]
+                )
+
         positional = [a.arg for a in (*function.args.posonlyargs, *function.args.args)]
         method = bool(self.definitions.owner.get(id(function)))
         if (
@@ -483,7 +499,7 @@ class Evaluator:
             and not any(simple_name(d) == "staticmethod" for d in function.decorator_list)
         ):
             positional = positional[1:]  # a call passes no `self`
-        return host_reads(function, positional)
+        return host_reads(function, positional, may_read)
 
     def _group_of(self, function: Function) -> int | None:
         if self._groups is None:
@@ -758,18 +774,28 @@ class Evaluator:
         return value if value is not None and value.kind is Kind.GPU else None
 
 
-def host_reads(function: Function, positional: list[str]) -> HostReads:
+def host_reads(
+    function: Function,
+    positional: list[str],
+    may_read: Callable[[ast.stmt], bool] | None = None,
+) -> HostReads:
     """The parameters of ``function`` (``positional``: those a call passes by position, in
     order) whose values reach, through its unconditional statements, a read on the host:
     `.item()`, `.tolist()`, `.cpu()`, `.numpy()`, `.nonzero()` and the like, `float()`,
     `int()`, `bool()`. Judged from the text alone: a parameter the caller fills with a GPU
-    array makes each call wait."""
+    array makes each call wait. ``may_read``: False for a statement whose text holds no such
+    read (a quicker test than its tree; the result is the same without it)."""
+    statements = _unconditional(function.body)
+    reading = [may_read is None or may_read(statement) for statement in statements]
+    if True not in reading:
+        return ()
     parameters = [*positional, *(a.arg for a in function.args.kwonlyargs)]
     # each local name, and the parameters its value was computed from
     sources: dict[str, frozenset[str]] = {p: frozenset((p,)) for p in parameters}
     found: dict[str, str] = {}
-    for statement in _unconditional(function.body):
-        for node in _expressions_in(statement):
+    last = len(reading) - 1 - reading[::-1].index(True)
+    for statement, reads in zip(statements[: last + 1], reading, strict=False):
+        for node in _expressions_in(statement) if reads else ():
             match node:
                 case ast.Call(func=ast.Attribute(attr=attr, value=receiver), args=[]) if (
                     attr in fw.SYNC_METHODS or attr in fw.SIZE_FROM_VALUES_METHODS
@@ -796,6 +822,13 @@ def host_reads(function: Function, positional: list[str]) -> HostReads:
                         sources[name] = reached
     index = {name: position for position, name in enumerate(positional)}
     return tuple((index.get(parameter, -1), parameter, read) for parameter, read in found.items())
+
+
+# what `host_reads` looks for, in a function's text
+_HOST_READ = re.compile(
+    r"\.(item|tolist|cpu|numpy|nonzero|argwhere|masked_select|unique)\s*\("
+    r"|(?<![.\w])(float|int|bool)\s*\("
+)
 
 
 def _unconditional(body: list[ast.stmt]) -> list[ast.stmt]:
