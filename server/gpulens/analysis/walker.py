@@ -1088,6 +1088,8 @@ def _few_by_default(function: Function) -> list[str]:
     """The parameters whose default is a small whole number (2 to 4): how often something
     happens in steps, a delay, a count of a few."""
     arguments = function.args
+    if not arguments.defaults and not arguments.kw_defaults:
+        return []
     positional = [*arguments.posonlyargs, *arguments.args]
     pairs = [
         *zip(
