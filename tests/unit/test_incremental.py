@@ -363,6 +363,38 @@ def run(fn, loader, device):
 def main(loader, device):
     run(helper, loader, device)
 """
+# a helper that reads on the host the value it is handed, called once per item: the call's
+# finding depends on what the helper reads, not only on what it returns (a host int in both)
+READS_PER_ITEM = """
+import torch
+
+
+def noise(samples, timesteps, table):
+    table = table.to(samples.device)
+    return [lookup(t, table) for t in timesteps.to(samples.device)]
+
+
+def lookup(t, table):
+    found = (table == t).nonzero()
+    return found.numel()
+"""
+# what a method of an object of the file's class returns, read at the call on the object
+METHOD_OF_AN_OBJECT = """
+import torch
+
+
+def decode(features, steps):
+    scorer = Scorer()
+    for _ in range(steps):
+        score = scorer.best(features.cuda())
+        if score > 0:
+            pass
+
+
+class Scorer:
+    def best(self, x):
+        return x.max()
+"""
 OUTSIDE_CHANGES = {
     # the issue's case: a syntax error elsewhere hid a finding, and the repair did not bring
     # it back (the fix's preamble needs a file that parses)
@@ -431,6 +463,16 @@ OUTSIDE_CHANGES = {
     "a helper passed as a callback": [
         CALLBACK,
         CALLBACK.replace("return float(x)", "return x * 2"),
+    ],
+    "a helper that no longer reads its argument on the host": [
+        READS_PER_ITEM,
+        READS_PER_ITEM.replace(".nonzero()", ".long()"),
+        READS_PER_ITEM,
+    ],
+    "a method of an object that now returns a host number": [
+        METHOD_OF_AN_OBJECT,
+        METHOD_OF_AN_OBJECT.replace("return x.max()", "return x.max().item()"),
+        METHOD_OF_AN_OBJECT,
     ],
     "two spellings of one import swapped": [
         TWO_SPELLINGS,

@@ -167,6 +167,33 @@ def test_a_body_that_changes_what_others_read_gives_a_fresh_analysis() -> None:
             assert analyzer.analyze(TRAINER, DEFAULT_CONFIG) == analyze(TRAINER), statement
 
 
+READS_PER_ITEM = """\
+import torch
+
+
+def noise(samples, timesteps, table):
+    table = table.to(samples.device)
+    return [lookup(t, table) for t in timesteps.to(samples.device)]
+
+
+def lookup(t, table):
+    found = (table == t).long()
+    return found.numel()
+"""
+
+
+def test_a_body_that_starts_reading_what_it_is_handed_gives_a_fresh_analysis() -> None:
+    """The callers' findings depend on what a body reads on the host of its parameters:
+    typing the read into the body alone must bring the finding at the call."""
+    analyzer = DocumentAnalyzer()
+    analyzer.analyze(READS_PER_ITEM, DEFAULT_CONFIG)
+    edited = READS_PER_ITEM.replace(".long()", ".nonzero()")  # it returns a host int still
+    fresh = analyze(edited)
+    assert any(f.span.line == 5 for f in fresh.findings)  # the call, per item (0-based)
+    assert analyzer.analyze(edited, DEFAULT_CONFIG) == fresh
+    assert analyzer.analyze(READS_PER_ITEM, DEFAULT_CONFIG) == analyze(READS_PER_ITEM)
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_random_typing_sessions_in_the_case_files(seed: int) -> None:
     rng = random.Random(seed)

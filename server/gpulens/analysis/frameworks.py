@@ -171,6 +171,40 @@ EFFECT_METHODS = frozenset(["backward", "record_stream", "synchronize", "block_u
 # calls that hand a value to the host and wait for the GPU (GPU001)
 SYNC_METHODS = frozenset({"item", "tolist", "cpu", "numpy"})
 SYNC_BUILTINS = frozenset({"float", "int", "bool", "complex", "str", "repr", "format", "print"})
+# operations whose result's size depends on the values of a GPU array: the host must learn
+# the size before it can allocate the result, so it waits for the GPU to count (PyTorch's
+# and CuPy's documentation say so of nonzero, argwhere, flatnonzero, one-argument where,
+# and of repeat_interleave given a tensor of repeats without `output_size`; masked_select
+# and unique size their results from the values in the same way)
+SIZE_FROM_VALUES_METHODS = frozenset({"nonzero", "argwhere", "masked_select", "unique"})
+SIZE_FROM_VALUES_FUNCTIONS = frozenset(
+    {"nonzero", "argwhere", "flatnonzero", "masked_select", "unique"}
+)
+# functions that select (`where(mask)`) or repeat (`repeat_interleave(x, counts)`) by values
+# only in some of their forms
+WHERE_FUNCTIONS = frozenset({"where"})
+REPEAT_FUNCTIONS = frozenset({"repeat_interleave"})
+# functions of a GPU array that give a boolean mask of it
+MASK_FUNCTIONS = frozenset(
+    {
+        "isnan",
+        "isinf",
+        "isfinite",
+        "isneginf",
+        "isposinf",
+        "logical_and",
+        "logical_or",
+        "logical_not",
+        "logical_xor",
+        "isin",
+        "eq",
+        "ne",
+        "gt",
+        "ge",
+        "lt",
+        "le",
+    }
+)
 # calls that wait for the whole device, whatever their arguments
 DEVICE_SYNC_CALLS = frozenset(
     {
@@ -298,6 +332,10 @@ STEP_METHODS[SKRL_AGENT] = {
     ),
     "update": (),
 }
+# a sigpy `Alg`: its documented use is `while not alg.done(): alg.update()`, and `update()`
+# runs the subclass's `_update()`, once per iteration of the solver
+SIGPY_ALG = "sigpy algorithm"
+STEP_METHODS[SIGPY_ALG] = {"_update": ()}
 # how messages name the loop that runs each library's hooks
 STEP_LOOPS = {
     DIFFUSERS_SCHEDULER: "the denoising loop that runs {}() once per step",
@@ -305,6 +343,7 @@ STEP_LOOPS = {
     SB3_ALGORITHM: "the loop that runs {}() once per rollout",
     SB3_BUFFER: "the loop that runs {}() once per environment step",
     SKRL_AGENT: "the loop that runs {}() once per environment step",
+    SIGPY_ALG: "the solver loop that runs {}() once per iteration",
 }
 # the libraries above: the file does not show the device their hooks' data is on (a guess)
 GUESSED_STEPS = frozenset(STEP_LOOPS)
@@ -315,6 +354,7 @@ STEP_CLASS_HOMES = {
     SB3_ALGORITHM: "stable_baselines3.",
     SB3_BUFFER: "stable_baselines3.",
     SKRL_AGENT: "skrl.",
+    SIGPY_ALG: "sigpy.",
 }
 
 # the parameters a framework's hooks start with (after self), where its hooks share them:
@@ -338,6 +378,7 @@ STEP_CLASSES = {
     "RolloutBuffer": SB3_BUFFER,
     "ReplayBuffer": SB3_BUFFER,
     "Agent": SKRL_AGENT,
+    "Alg": SIGPY_ALG,
 }
 STEP_CLASS_MODULES = (
     "lightning",
@@ -348,6 +389,7 @@ STEP_CLASS_MODULES = (
     "torchmetrics",
     "stable_baselines3",
     "skrl",
+    "sigpy",
 )
 
 # library functions that move a whole batch (tensors in dicts, lists, tuples) to a device

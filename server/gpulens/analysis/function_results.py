@@ -332,12 +332,19 @@ class FunctionResultsMixin:
 
     def returns_of(self, value: Value | None) -> tuple[object, ...] | None:
         """For a function of the file, what calling it returns (and the parts of the tuple
-        it returns): what a caller's walk reads of the callee's body."""
-        if value is None or value.kind is not Kind.FUNCTION or value.origin is None:
+        it returns, and the parameters it reads on the host): what a caller's walk reads of
+        the callee's body."""
+        if value is None or value.kind is not Kind.FUNCTION:
             return None
-        returned = self.evaluator.returned(value.origin)  # type: ignore[arg-type]
-        parts = self.evaluator.returned_parts(value.origin)  # type: ignore[arg-type]
-        return (fingerprint(returned), None if parts is None else tuple(map(fingerprint, parts)))
+        function = value.origin
+        if not isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
+            return None
+        parts = self.evaluator.returned_parts(function)
+        return (
+            fingerprint(self.evaluator.returned(function)),
+            None if parts is None else tuple(map(fingerprint, parts)),
+            self.evaluator.host_reads(function),
+        )
 
     def file_key(self) -> tuple[object, ...]:
         """What of the whole file any body may read, once per walk: its functions, classes,

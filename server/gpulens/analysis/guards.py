@@ -6,7 +6,7 @@ import ast
 import re
 from typing import TYPE_CHECKING
 
-from gpulens.analysis.symbols import simple_name
+from gpulens.analysis.symbols import Kind, simple_name
 
 if TYPE_CHECKING:
     from gpulens.analysis.context import Context
@@ -25,12 +25,14 @@ def runs_once_per_period(test: ast.expr, ctx: Context) -> bool:
         case ast.BoolOp(op=ast.Or(), values=values):
             return all(runs_once_per_period(v, ctx) for v in values)
         case ast.UnaryOp(op=ast.Not(), operand=operand):
-            return _has_modulo(operand)
+            return _has_modulo(operand) and not _by_few(operand, ctx)
         case ast.BinOp(op=ast.Mod()):
-            return True  # `if step % N:` runs N-1 times in N, but says "periodic"
+            # `if step % N:` runs N-1 times in N, but says "periodic"
+            return not _by_few(test, ctx)
         case ast.Compare() if _has_modulo(test):
-            # `(i + 1) % grad_accum_steps == 0` is the optimizer step: every step of training
-            return not _per_optimizer_step(test)
+            # `(i + 1) % grad_accum_steps == 0` is the optimizer step: every step of training;
+            # `step % policy_delay == 0` with a delay of 2 is every other step
+            return not _per_optimizer_step(test) and not _by_few(test, ctx)
         case ast.Compare(left=left, ops=[ast.Eq() | ast.In() | ast.Is()], comparators=[right]):
             loop_names = _loop_names(ctx)
             used = _names(left) | _names(right)
@@ -55,6 +57,28 @@ def _per_optimizer_step(test: ast.expr) -> bool:
         and _ACCUMULATION.search(simple_name(n.right))
         for n in ast.walk(test)
     )
+
+
+def _by_few(test: ast.AST, ctx: Context) -> bool:
+    """A modulus by a small whole number (`% 2`, `% self.policy_delay` whose default is 2):
+    the branch runs every other step or so, as good as every step."""
+    for node in ast.walk(test):
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
+            divisor = node.right
+            if isinstance(divisor, ast.Constant) and is_few(divisor.value):
+                return True
+            value = ctx.value(divisor)
+            if value is not None and value.kind is Kind.FEW:
+                return True
+    return False
+
+
+def is_few(value: object) -> bool:
+    """A small whole number (2 to 4): a step modulo it is every other step or so."""
+    return type(value) is int and 2 <= value <= _FEW
+
+
+_FEW = 4
 
 
 def _has_modulo(node: ast.AST) -> bool:

@@ -37,8 +37,8 @@ if TYPE_CHECKING:
     from gpulens.analysis.function_results import CallSites, Effects, FunctionResultsMixin
     from gpulens.analysis.incremental import FunctionMemo, _Block
     from gpulens.analysis.source import SourceText
-    from gpulens.analysis.symbols import Scope, Value
-    from gpulens.analysis.values import Parts
+    from gpulens.analysis.symbols import Scope
+    from gpulens.analysis.values import Judgment
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 Pending = tuple["Condition", Finding]
@@ -57,7 +57,7 @@ class WalkState:
     file_facts: dict[tuple[object, ...], object]
     outside_reads: int
     call_sites: dict[str, CallSites]
-    returns: dict[tuple[int, tuple[int, int, int]], tuple[Value | None, Parts]]
+    returns: dict[tuple[int, tuple[int, int, int]], Judgment]
     static: dict[str, Scope]
     groups: dict[int, int] | None
     enclosing: Scope  # the module's scope, or the class's (copied: methods bind into it)
@@ -126,7 +126,7 @@ class Trace:
         self.pending_extents: list[tuple[int, int]] = []
         self.facts = ModuleFacts()
         self.judged: frozenset[int] = frozenset()  # ids of the functions whose returns were read
-        self.judgments: dict[tuple[int, int, int], tuple[object, object]] = {}
+        self.judgments: dict[tuple[int, int, int], tuple[object, object, object]] = {}
         self.aliases: frozenset[str] = frozenset()  # see `walked`
         self.notes: list[str] = []
 
@@ -151,7 +151,7 @@ class Trace:
         self.judged = frozenset(key[0] for key in evaluator._returns)
         # what the target returns, as callers' keys hold it, in each state it was judged in
         self.judgments = {
-            key[1]: (fingerprint(found[0]), _parts(found[1]))
+            key[1]: (fingerprint(found[0]), _parts(found[1]), found[2])
             for key, found in evaluator._returns.items()
             if key[0] == id(self.target)
         }
@@ -421,6 +421,7 @@ def walk_region(
         judged = (
             fingerprint(evaluator.returned(trace.target)),
             _parts(evaluator.returned_parts(trace.target)),
+            evaluator.host_reads(trace.target),
         )
         if trace.judgments != {evaluator.state(): judged}:
             return None

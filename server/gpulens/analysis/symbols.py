@@ -33,6 +33,9 @@ class Kind(enum.Enum):
     # cp.get_array_module(x)`, `xp = device.xp`): CuPy where they are on the GPU, so what
     # it computes is on the GPU by a guess only
     ARRAY_MODULE = "array_module"
+    # a small whole number the text shows (a parameter's default of 2): a modulus by it
+    # selects every other step or so, not one step in a period
+    FEW = "few"
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,7 +65,9 @@ def merge(a: Value | None, b: Value | None) -> Value | None:
     """The value a name holds after two paths join. A GPU value wins: the rules only ask
     "may this be on the GPU", and a name moved to the GPU on one path usually is on both."""
     if a is None or b is None:
-        return a or b
+        known = a or b
+        # a small count on one path only: unknown (the other path may set any number)
+        return None if known is not None and known.kind is Kind.FEW else known
     if a.kind is b.kind:
         if a.kind in (Kind.INSTANCE, Kind.CLASS, Kind.FUNCTION) and a.origin is not b.origin:
             return None  # one of two classes (or functions): unknown which

@@ -8,6 +8,7 @@ linter that cries wolf gets switched off.
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Callable, Container, Iterable
 from dataclasses import replace
 
@@ -27,6 +28,7 @@ from gpulens.analysis.symbols import (
     dotted_name,
     keyword,
     merge,
+    names_in,
     simple_name,
 )
 
@@ -35,6 +37,10 @@ ARRAY_MODULE = Value(Kind.ARRAY_MODULE, "cupy")
 # functions of an array library whose results are host values, or not arrays
 _ARRAY_MODULE_HOST = frozenset({"asnumpy", "dtype", "finfo", "iinfo", "get_default_memory_pool"})
 Parts = tuple[Value | None, ...] | None
+# the parameters a function reads on the host on every call, each as (its position among
+# the arguments a call passes, its name, the read: "`.item()`")
+HostReads = tuple[tuple[int, str, str], ...]
+Judgment = tuple[Value | None, Parts, HostReads]
 
 
 class Evaluator:
@@ -70,7 +76,7 @@ class Evaluator:
         self._cache: dict[int, Value | None] = {}
         # what each function of the file returns (and the parts of the tuple it returns),
         # per state of the imports and classes it is judged by (see `state`)
-        self._returns: dict[tuple[int, tuple[int, int, int]], tuple[Value | None, Parts]] = {}
+        self._returns: dict[tuple[int, tuple[int, int, int]], Judgment] = {}
         self._static: dict[str, Scope] = {}
         # the judgments asked for outside other judgments, in order: the function and the
         # state it was judged in (a memoized body may read only what its key holds)
@@ -363,6 +369,10 @@ class Evaluator:
         parts = self.returned_parts(callee.origin)
         if parts is None:
             return None
+        if self.returned(callee.origin) is not None:
+            # the body told what it returns: a part it does not tell is unknown, not what
+            # its other parts are (`return idx, population`)
+            return list(parts)
         # a part the body does not tell (a parameter passed through) is what the call as a
         # whole is judged to give
         whole = element_of(self.value(call))
@@ -422,12 +432,18 @@ class Evaluator:
         length (`return train_loader, val_loader`); None otherwise."""
         return self._judged(function)[1]
 
+    def host_reads(self, function: Function) -> HostReads:
+        """The parameters whose values ``function`` reads on the host on every call
+        (`return indices[pos].item()` of `indices = (table == t).nonzero()`): a GPU array
+        passed there makes each call wait for the GPU."""
+        return self._judged(function)[2]
+
     def state(self) -> tuple[int, int, int]:
         """What a judgment of a function's returns reads besides the file's definitions: the
         imports and the classes seen so far (these only grow during a walk)."""
         return self.imports.version, len(self.module_classes), len(self.loader_classes)
 
-    def _judged(self, function: Function) -> tuple[Value | None, Parts]:
+    def _judged(self, function: Function) -> Judgment:
         state = self.state()
         if not self._judging:
             self.judgments_read.append((function, state))
@@ -436,11 +452,12 @@ class Evaluator:
         # (what a caller's walk reads must not depend on the order functions are walked in)
         group = self._group_of(function)
         if group is not None and group in self._open_groups:
-            return None, None
+            return None, None, self._host_reads_of(function)
         key = (id(function), state)
         if key in self._returns:
             return self._returns[key]
-        self._returns[key] = (None, None)  # a recursive call returns "unknown"
+        reads = self._host_reads_of(function)
+        self._returns[key] = (None, None, reads)  # a recursive call returns "unknown"
         saved = self.scope, self._cache
         self.scope = Scope("function", function.name, self._static_scope(function))
         self._cache = {}
@@ -448,7 +465,7 @@ class Evaluator:
         if group is not None:
             self._open_groups.append(group)
         try:
-            result = self._judge_returns(function)
+            result = (*self._judge_returns(function), reads)
         finally:
             if group is not None:
                 self._open_groups.pop()
@@ -456,6 +473,33 @@ class Evaluator:
             self.scope, self._cache = saved
         self._returns[key] = result
         return result
+
+    def _host_reads_of(self, function: Function) -> HostReads:
+        """`host_reads`, from the function's own text (the same in every state)."""
+        may_read = None
+        if self.text_of is not None:
+            text = self.text_of(function)
+            if not _HOST_READ.search(text):
+                return ()  # (most functions read nothing: the text is quicker to search)
+            lines = text.splitlines()
+            first = function.lineno
+
+            def may_read(statement: ast.stmt) -> bool:
+                end = statement.end_lineno or statement.lineno
+                return any(
+                    _HOST_READ.search(line)
+                    for line in lines[statement.lineno - first : end - first + 1]
+                )
+
+        positional = [a.arg for a in (*function.args.posonlyargs, *function.args.args)]
+        method = bool(self.definitions.owner.get(id(function)))
+        if (
+            method
+            and positional
+            and not any(simple_name(d) == "staticmethod" for d in function.decorator_list)
+        ):
+            positional = positional[1:]  # a call passes no `self`
+        return host_reads(function, positional, may_read)
 
     def _group_of(self, function: Function) -> int | None:
         if self._groups is None:
@@ -589,6 +633,8 @@ class Evaluator:
             )
         if receiver is None:
             return None
+        if receiver.kind is Kind.INSTANCE and isinstance(receiver.origin, ast.ClassDef):
+            return self._instance_method(node, method, receiver.origin)
         if receiver.kind is Kind.ARRAY_MODULE:
             # `xp.linalg.norm(r)`: an array where the inputs are, on the GPU by a guess
             if method in fw.ARRAY_API_HOST_FUNCTIONS or method in _ARRAY_MODULE_HOST:
@@ -618,6 +664,19 @@ class Evaluator:
         if kind is Kind.CPU_TENSOR and method in ("float", "half", "double", "long", "int"):
             return receiver
         return None
+
+    def _instance_method(self, node: ast.Call, method: str, cls: ast.ClassDef) -> Value | None:
+        """`self.inference.logits(tokens)` on an object of a class of the file: what the
+        method returns, judged from its body; where the body does not tell, what an unknown
+        function of the arguments gives (a GPU array where one is passed)."""
+        found = self.definitions.method(cls.name, method)
+        if found is None:
+            return None
+        returned = self.returned(found[1])
+        if returned is not None:
+            return None if returned.kind is Kind.HOST else returned
+        gpu = self._gpu_among((*node.args, *(k.value for k in node.keywords)))
+        return None if gpu is None else Value(Kind.GPU, gpu.lib, guessed=gpu.guessed)
 
     def moves_batch(self, call: ast.Call) -> bool:
         """`batch_to_device(batch, device)`: a function named for moving a batch, given one
@@ -713,6 +772,99 @@ class Evaluator:
             return None  # judged where the comprehension is walked
         value = self.value(node)
         return value if value is not None and value.kind is Kind.GPU else None
+
+
+def host_reads(
+    function: Function,
+    positional: list[str],
+    may_read: Callable[[ast.stmt], bool] | None = None,
+) -> HostReads:
+    """The parameters of ``function`` (``positional``: those a call passes by position, in
+    order) whose values reach, through its unconditional statements, a read on the host:
+    `.item()`, `.tolist()`, `.cpu()`, `.numpy()`, `.nonzero()` and the like, `float()`,
+    `int()`, `bool()`. Judged from the text alone: a parameter the caller fills with a GPU
+    array makes each call wait. ``may_read``: False for a statement whose text holds no such
+    read (a quicker test than its tree; the result is the same without it)."""
+    statements = _unconditional(function.body)
+    reading = [may_read is None or may_read(statement) for statement in statements]
+    if True not in reading:
+        return ()
+    parameters = [*positional, *(a.arg for a in function.args.kwonlyargs)]
+    # each local name, and the parameters its value was computed from
+    sources: dict[str, frozenset[str]] = {p: frozenset((p,)) for p in parameters}
+    found: dict[str, str] = {}
+    last = len(reading) - 1 - reading[::-1].index(True)
+    for statement, reads in zip(statements[: last + 1], reading, strict=False):
+        for node in _expressions_in(statement) if reads else ():
+            match node:
+                case ast.Call(func=ast.Attribute(attr=attr, value=receiver), args=[]) if (
+                    attr in fw.SYNC_METHODS or attr in fw.SIZE_FROM_VALUES_METHODS
+                ):
+                    read, held = f"`.{attr}()`", receiver
+                case ast.Call(func=ast.Name(id="float" | "int" | "bool" as builtin), args=[held]):
+                    read = f"`{builtin}()`"
+                case _:
+                    continue
+            if is_host_expression(held):
+                continue
+            for name in names_in(held):
+                for parameter in sources.get(name, ()):
+                    found.setdefault(parameter, read)
+        match statement:
+            case ast.Assign(targets=targets, value=value):
+                reached = (
+                    frozenset()
+                    if is_host_expression(value)
+                    else frozenset().union(*(sources.get(n, ()) for n in names_in(value)))
+                )
+                for target in targets:
+                    for name in names_in(target):
+                        sources[name] = reached
+    index = {name: position for position, name in enumerate(positional)}
+    return tuple((index.get(parameter, -1), parameter, read) for parameter, read in found.items())
+
+
+# what `host_reads` looks for, in a function's text
+_HOST_READ = re.compile(
+    r"\.(item|tolist|cpu|numpy|nonzero|argwhere|masked_select|unique)\s*\("
+    r"|(?<![.\w])(float|int|bool)\s*\("
+)
+
+
+def _unconditional(body: list[ast.stmt]) -> list[ast.stmt]:
+    """The statements of a body that run on every call that gets past them: its own, and
+    those of `with` blocks, up to the first that may return or raise."""
+    found: list[ast.stmt] = []
+    for statement in body:
+        if isinstance(statement, ast.With | ast.AsyncWith):
+            found.extend(_unconditional(statement.body))
+            continue
+        found.append(statement)
+        if isinstance(statement, ast.Return | ast.Raise):
+            break
+    return found
+
+
+def _expressions_in(statement: ast.stmt) -> list[ast.AST]:
+    """The nodes of a statement's own expressions: not those of the blocks it holds, nor
+    of functions, lambdas and classes it defines."""
+    if isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+        return []
+    roots: list[ast.AST] = [
+        child
+        for field_name, child in ast.iter_fields(statement)
+        if field_name not in ("body", "orelse", "finalbody", "handlers", "cases")
+        for child in (child if isinstance(child, list) else [child])
+        if isinstance(child, ast.AST)
+    ]
+    found: list[ast.AST] = []
+    while roots:
+        node = roots.pop()
+        if isinstance(node, ast.Lambda):
+            continue
+        found.append(node)
+        roots.extend(ast.iter_child_nodes(node))
+    return found
 
 
 def _moves_each_item(element: ast.expr, evaluator: Evaluator) -> bool:

@@ -21,12 +21,13 @@ from gpulens.analysis.config import Config
 from gpulens.analysis.context import Context, Loop
 from gpulens.analysis.definitions import CONSTRUCTORS, Definitions, flat_statements
 from gpulens.analysis.function_results import CallSites, FunctionResultsMixin, Recording
-from gpulens.analysis.guards import device_test, leaves_loop, runs_once_per_period
+from gpulens.analysis.guards import device_test, is_few, leaves_loop, runs_once_per_period
 from gpulens.analysis.incremental import CALLED, FunctionMemo
 from gpulens.analysis.model import Finding
 from gpulens.analysis.rules.registry import CHECKS
 from gpulens.analysis.source import SourceText
 from gpulens.analysis.symbols import (
+    Imports,
     Kind,
     Scope,
     Value,
@@ -243,6 +244,9 @@ class _Walker(FunctionResultsMixin):
             if argument is not None:
                 value = sites.arguments.get(argument.arg) if sites else None
                 scope.bind(argument.arg, value)
+        for name in _few_by_default(function):
+            if scope.bindings.get(name) is None:
+                scope.bind(name, Value(Kind.FEW))  # `policy_delay: int = 2`
         step = self.framework_step(function, enclosing) if is_method else None
         if step is not None:
             # the framework moved the batch to the device before calling the step
@@ -282,7 +286,8 @@ class _Walker(FunctionResultsMixin):
         elif sites is not None and sites.hot_call:
             # (called per training step, it is per step, loops of its own or not)
             per_step = sites.hot_call.startswith(_STEP_CALL)
-            if per_step or not _has_loop(function.body):
+            per_item = sites.hot_call.endswith(_PER_ITEM)
+            if per_step or per_item or not _has_loop(function.body):
                 ctx.loops = [Loop(function, line, frozenset(), None, called_from=sites.hot_call)]
                 ctx.loops[0].per_step = per_step
         try:
@@ -422,6 +427,10 @@ class _Walker(FunctionResultsMixin):
             )
             if framework is not None:
                 evaluator.step_classes[node.name] = framework
+        if node.name not in evaluator.step_classes:
+            own = _library_base(node.name, self.ctx.imports)
+            if own is not None:
+                evaluator.step_classes[node.name] = own
         if node.name not in evaluator.step_classes and (
             fw.LOSS_CLASS.search(node.name)
             or any(fw.LOSS_CLASS.search(simple_name(b)) for b in node.bases)
@@ -824,6 +833,16 @@ class _Walker(FunctionResultsMixin):
             if named.arg is not None:
                 arguments.append((named.arg, self.evaluator.value(named.value)))
         loop = self.ctx.hot_loop
+        # handed the item of a loop over the samples of some data (`f(x[i])` in `for i in
+        # range(n)`): the callee runs per item, loops of its own or not
+        per_item = (
+            loop is not None
+            and loop.per_sample
+            and any(
+                names_in(argument) & loop.targets
+                for argument in (*node.args, *(k.value for k in node.keywords))
+            )
+        )
         for target in targets:
             # a guessed caller makes a guessed call
             guessed = self.ctx.likely and not target.startswith(_GUESSED)
@@ -833,6 +852,8 @@ class _Walker(FunctionResultsMixin):
                 called = key.rsplit(".", 1)[-1]
                 per_step = loop.per_step or loop.over_loader or loop.trains
                 hot_call = f"{_STEP_CALL if per_step else 'the loop that calls'} {called}()"
+                if not per_step and per_item:
+                    hot_call += _PER_ITEM
             for recording in self._recordings:
                 recording.calls.append((key, tuple(arguments), hot_call))
             self.merge_call(key, tuple(arguments), hot_call)
@@ -896,12 +917,8 @@ class _Walker(FunctionResultsMixin):
         sites = self.call_sites[name]
         for key, value in arguments:
             sites.arguments[key] = merge(sites.arguments.get(key), value)
-        if sites.hot_call is None or (
-            hot_call is not None
-            and hot_call.startswith(_STEP_CALL)
-            and not sites.hot_call.startswith(_STEP_CALL)
-        ):
-            sites.hot_call = hot_call  # a training step's call says the most
+        if sites.hot_call is None or _says_more(hot_call, sites.hot_call):
+            sites.hot_call = hot_call  # a training step's call says the most, then an item's
 
 
 def _expression_fields(node_type: type[ast.AST]) -> tuple[str, ...]:
@@ -923,6 +940,22 @@ _EXPRESSION_FIELDS: dict[type[ast.AST], tuple[str, ...]] = {
 # how messages name a step (of training, denoising, an environment) that calls a function
 # (it runs per step, loops or not)
 _STEP_CALL = "the step that calls"
+# how messages name a loop that calls a function with each of its items
+_PER_ITEM = " once per item"
+
+
+def _says_more(new: str | None, old: str) -> bool:
+    """Whether a call's loop (`hot_call`) says more of how often the callee runs than the
+    one recorded: a training step's, then an item's, then any loop's."""
+    if new is None:
+        return False
+
+    def rank(call: str) -> int:
+        return 2 if call.startswith(_STEP_CALL) else 1 if call.endswith(_PER_ITEM) else 0
+
+    return rank(new) > rank(old)
+
+
 # a training step or the next batch: `loss.backward()`, `next(batches)`
 _TRAINS = re.compile(r"\.backward\s*\(|(?<![.\w])next\s*\(")
 _BACKWARD = re.compile(r"\.backward\s*\(")
@@ -1051,6 +1084,28 @@ def _fed_to_a_model(function: Function) -> list[str]:
     return [p for p in required if p in fed and p not in models and p not in ("self", "cls")]
 
 
+def _few_by_default(function: Function) -> list[str]:
+    """The parameters whose default is a small whole number (2 to 4): how often something
+    happens in steps, a delay, a count of a few."""
+    arguments = function.args
+    if not arguments.defaults and not arguments.kw_defaults:
+        return []
+    positional = [*arguments.posonlyargs, *arguments.args]
+    pairs = [
+        *zip(
+            positional[len(positional) - len(arguments.defaults) :],
+            arguments.defaults,
+            strict=True,
+        ),
+        *zip(arguments.kwonlyargs, arguments.kw_defaults, strict=True),
+    ]
+    return [
+        argument.arg
+        for argument, default in pairs
+        if isinstance(default, ast.Constant) and is_few(default.value)
+    ]
+
+
 def _enumerated(target: ast.expr) -> ast.expr:
     """The item part of an `enumerate` loop's target (`i, batch` -> `batch`)."""
     if isinstance(target, ast.Tuple) and len(target.elts) == 2:
@@ -1079,6 +1134,18 @@ def _step_framework(qualified: str, base: ast.expr, definitions: Definitions) ->
     framework = fw.STEP_CLASSES.get(last)
     home = fw.STEP_CLASS_HOMES.get(framework or "")
     return None if home is not None and not qualified.startswith(home) else framework
+
+
+def _library_base(name: str, imports: Imports) -> str | None:
+    """The library whose hook base class a class of this name is, where the file defines it
+    itself: the library's own file (it imports the library's modules by their absolute
+    name) defines `class Agent:` or `class BaseBuffer(ABC):`, whose hooks its loops call as
+    they call a subclass's."""
+    framework = fw.STEP_CLASSES.get(name)
+    home = fw.STEP_CLASS_HOMES.get(framework or "")
+    if framework is None or home is None:
+        return None
+    return framework if imports.uses(home.rstrip(".")) else None
 
 
 def _mapped_lambda(call: ast.Call) -> tuple[ast.Lambda, list[ast.expr], str] | None:

@@ -13,7 +13,7 @@ from gpulens.analysis.model import Fix, Severity
 from gpulens.analysis.rules.common import after_loop, fix, replace, shown
 from gpulens.analysis.rules.registry import checks, rule
 from gpulens.analysis.rules.timing import in_timed_region, just_before_clock_read
-from gpulens.analysis.symbols import Kind, Value, dotted_name, names_in
+from gpulens.analysis.symbols import Kind, Value, dotted_name, keyword, names_in, simple_name
 from gpulens.analysis.values import is_host_expression
 
 SYNC_IN_LOOP = rule(
@@ -29,6 +29,12 @@ next step while the GPU computes. Reading a GPU value on the host (`.item()`, `.
 finished, then copy the value. Once per iteration, the queue runs dry each step: the GPU
 idles while Python prepares the next launch, and the shorter the step, the larger the part
 of it spent idle.
+
+An operation whose result's size depends on the values waits the same way: the host must
+know the size to allocate the result, so `x.nonzero()`, `torch.where(mask)` with one
+argument, `torch.unique(x)`, `x[x > 0]` (a gather by a boolean mask) and
+`x.repeat_interleave(counts)` without `output_size=` wait for the GPU to count. A result of
+fixed size does not: `torch.where(mask, x, 0)`, a masked sum, an index known on the host.
 
 A read that decides whether a loop stops (`if (tokens == eos).all(): break`), that hands
 each result out as it is made (`yield t.item()`), or that sits inside a region the program
@@ -171,6 +177,9 @@ def check_sync_call(node: ast.Call, ctx: Context) -> None:
                 fixes=_accumulate_fixes(node, func.value, receiver, loop, ctx),
             )
             return
+        if on_gpu and _sizes_by_values(node, func.attr, ctx):
+            _report_sized_by_values(node, f"`{shown(ctx, node)}`", receiver, loop, ctx)
+            return
         if receiver is not None and receiver.kind is Kind.SCALER and func.attr == "get_scale":
             _report_sync(
                 node,
@@ -225,12 +234,177 @@ def check_sync_call(node: ast.Call, ctx: Context) -> None:
                 else "as the data the framework hands this step suggests",
             )
             return
+    if _reads_per_item(node, loop, ctx):
+        return
+    counted = _counted_array(node, ctx)
+    if counted is not None:
+        _report_sized_by_values(node, f"`{shown(ctx, node)}`", counted, loop, ctx)
+        return
     name = ctx.qualname(func, through_calls=True)
     if name in fw.DEVICE_SYNC_CALLS:
         _report_device_sync(node, loop, ctx)
         return
     if isinstance(func, ast.Name) and ctx.scope.lookup(func.id) is None:
         _check_builtin(node, func.id, loop, ctx)
+
+
+def _reads_per_item(node: ast.Call, loop: Loop, ctx: Context) -> bool:
+    """`[self.index_for_timestep(t) for t in timesteps]`: a function of the file that reads
+    on the host the GPU value it is handed, called once per item with the item. Its own
+    finding names the read; this one names the call, where the fix goes (one call for all
+    the items)."""
+    if not loop.per_sample:
+        return False
+    callee = ctx.value(node.func)
+    if callee is None or callee.kind is not Kind.FUNCTION:
+        return False
+    function = callee.origin
+    if not isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
+        return False
+    for position, parameter, read in ctx.evaluator.host_reads(function):
+        if 0 <= position < len(node.args):
+            argument: ast.expr | None = node.args[position]
+        else:
+            argument = _keyword_value(node, parameter)
+        if argument is None or isinstance(argument, ast.Starred):
+            continue
+        if not names_in(argument) & loop.targets:
+            continue  # the same value on every call: not one per item
+        value = ctx.value(argument)
+        if value is None or not value.on_gpu:
+            continue
+        _report_sync(
+            node,
+            f"`{shown(ctx, node)}` runs {function.name}(), which waits for the GPU on the "
+            f"value it is given ({read} there)",
+            loop,
+            ctx,
+            advice=": one wait per item. Hand the function all the items at once (one "
+            "vectorized lookup), or copy them to the host in one read before the loop.",
+            subject=value,
+        )
+        return True
+    return False
+
+
+def _sizes_by_values(node: ast.Call, method: str, ctx: Context) -> bool:
+    """`x.nonzero()`, `x.unique()`, `x.repeat_interleave(counts)` of a GPU array: a result
+    whose size the values decide."""
+    if method in fw.SIZE_FROM_VALUES_METHODS:
+        return True
+    if method in fw.REPEAT_FUNCTIONS and keyword(node, "output_size") is None:
+        repeats = node.args[0] if node.args else _keyword_value(node, "repeats")
+        return ctx.on_gpu(repeats)
+    return False
+
+
+def _counted_array(node: ast.Call, ctx: Context) -> Value | None:
+    """The GPU array whose values size the result of `torch.nonzero(x)`, `cp.where(mask)`
+    (one argument), `xp.unique(x)`, `torch.repeat_interleave(x, counts)` (no
+    `output_size`); None for any other call."""
+    func = node.func
+    name = ctx.qualname(func)
+    if name is None:
+        # `xp.nonzero(x)` of the array library a device-agnostic function picked
+        module = ctx.value(func.value) if isinstance(func, ast.Attribute) else None
+        if module is None or module.kind is not Kind.ARRAY_MODULE:
+            return None
+    elif name.rsplit(".", 1)[0] not in ("torch", "cupy"):
+        return None
+    function = simple_name(func)
+    data = ctx.value(node.args[0]) if node.args else None
+    if data is None or not data.on_gpu:
+        return None
+    if function in fw.SIZE_FROM_VALUES_FUNCTIONS:
+        return data
+    if function in fw.WHERE_FUNCTIONS and len(node.args) == 1 and not node.keywords:
+        return data  # `where(mask)` is `nonzero(mask, as_tuple=True)`
+    if function in fw.REPEAT_FUNCTIONS and keyword(node, "output_size") is None:
+        if len(node.args) == 1 and not node.keywords:
+            return data  # `repeat_interleave(counts)`
+        repeats = node.args[1] if len(node.args) > 1 else _keyword_value(node, "repeats")
+        return data if ctx.on_gpu(repeats) else None
+    return None
+
+
+def _keyword_value(node: ast.Call, name: str) -> ast.expr | None:
+    bound = keyword(node, name)
+    return bound.value if bound is not None else None
+
+
+@checks(ast.Subscript)
+def check_mask_index(node: ast.Subscript, ctx: Context) -> None:
+    """`x[x > 0]`, `x[torch.isnan(x)]`: a gather by a boolean mask of a GPU array."""
+    loop = ctx.hot_loop
+    if loop is None or not isinstance(node.ctx, ast.Load):
+        return
+    index = node.slice
+    parts = index.elts if isinstance(index, ast.Tuple) else [index]
+    if not any(_is_mask(part, ctx) for part in parts):
+        return
+    base = ctx.value(node.value)
+    if base is None or not base.on_gpu:
+        return
+    _report_sized_by_values(
+        node, f"Indexing with a boolean mask (`{shown(ctx, node)}`)", base, loop, ctx
+    )
+
+
+def _is_mask(node: ast.expr, ctx: Context) -> bool:
+    """A boolean array on the GPU, as its expression shows: a comparison (`x > 0`), its
+    negation or combination (`~m`, `a & b`), or a test of each element (`torch.isnan(x)`)."""
+    match node:
+        case ast.Compare(ops=ops) if not any(isinstance(op, _IDENTITY) for op in ops):
+            pass
+        case ast.UnaryOp(op=ast.Invert(), operand=operand):
+            return _is_mask(operand, ctx)
+        case ast.BinOp(op=ast.BitAnd() | ast.BitOr() | ast.BitXor(), left=left, right=right):
+            if not (_is_mask(left, ctx) or _is_mask(right, ctx)):
+                return False
+        case ast.Call(func=func) if simple_name(func) in fw.MASK_FUNCTIONS:
+            pass
+        case _:
+            return False
+    return ctx.on_gpu(node)
+
+
+def _report_sized_by_values(
+    node: ast.expr, what: str, subject: Value | None, loop: Loop, ctx: Context
+) -> None:
+    """A result whose size depends on the values of a GPU array: the host allocates it,
+    so it waits for the GPU to count them."""
+    if _read_at_once(node, ctx):
+        return  # `x.nonzero().tolist()`: the read is reported, and it is the same wait
+    library = "cupy" if subject is not None and subject.lib == "cupy" else "torch"
+    _report_sync(
+        node,
+        f"{what} makes a result whose size depends on the values: the host waits for the "
+        "GPU to count them before it can allocate the result",
+        loop,
+        ctx,
+        advice=". A result of fixed size keeps the work on the device: "
+        f"`{library}.where(mask, x, 0)` with three arguments, a masked sum or mean, or an "
+        "index known on the host.",
+        subject=subject,
+    )
+
+
+def _read_at_once(node: ast.expr, ctx: Context) -> bool:
+    """Whether the statement reads ``node``'s result on the host where it stands
+    (`x.nonzero()[0].tolist()`)."""
+    if ctx.statement is None:
+        return False
+    for call in ast.walk(ctx.statement):
+        match call:
+            case ast.Call(func=ast.Attribute(attr=attr, value=receiver)) if (
+                attr in fw.SYNC_METHODS and receiver is not node
+            ):
+                if any(inner is node for inner in ast.walk(receiver)):
+                    return True
+    return False
+
+
+_IDENTITY = (ast.Is, ast.IsNot, ast.In, ast.NotIn)
 
 
 def _may_be_tensor(node: ast.expr, ctx: Context) -> bool:
