@@ -53,6 +53,19 @@ class Sampling:
     quiet_factor: float = QUIET_FACTOR
 
 
+def settings(monitoring: Any) -> Sampling:
+    """A recorder's sampling, with this module's bounds as they are now."""
+    return Sampling(
+        waker=Waker(),
+        disable=monitoring.DISABLE,
+        restart=monitoring.restart_events,
+        window=WINDOW,
+        fast=FAST_NS,
+        by_chance=BY_CHANCE,
+        quiet_factor=QUIET_FACTOR,
+    )
+
+
 class Waker:
     """A daemon thread that restarts the disabled events when a quiet stretch is up.
 

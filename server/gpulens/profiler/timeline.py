@@ -30,7 +30,8 @@ from contextlib import contextmanager
 from types import CodeType
 from typing import Any, NamedTuple, TypedDict, final
 
-from gpulens.profiler.sampling import Sampling, Waker
+from gpulens.profiler import sampling
+from gpulens.profiler.sampling import Sampling
 
 LINE, START, RETURN = 0, 1, 2
 # line number of a segment where the main thread ran none of the cell's lines
@@ -727,9 +728,7 @@ class LineRecorder:
         # local events fire on any thread that runs the cell's code: only this one's count
         self._thread = threading.get_ident()
         if self.sample:
-            self._sampling = Sampling(
-                waker=Waker(), disable=mon.DISABLE, restart=mon.restart_events
-            )
+            self._sampling = sampling.settings(mon)
         self._install()
         handlers = self._handlers
         mon.register_callback(tool, events.LINE, handlers.line)
