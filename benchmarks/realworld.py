@@ -644,16 +644,20 @@ def format_json(report: Report) -> str:
     return json.dumps(payload, indent=2)
 
 
+def _around(source: Path, path: str, line: int) -> list[str]:
+    """The lines of `path` around `line`, numbered, `line` marked."""
+    text = (source / path).read_text(encoding="utf-8", errors="replace").splitlines()
+    first, last = max(1, line - CONTEXT_LINES), min(len(text), line + CONTEXT_LINES)
+    return [f"{'>' if n == line else ' '}{n:5d}  {text[n - 1]}" for n in range(first, last + 1)]
+
+
 def format_unlabeled(score: PackageScore, source: Path) -> str:
     """Each unlabeled finding with the code around it, and a label line to fill in."""
     out = []
     for f in score.unlabeled:
-        text = (source / f.path).read_text(encoding="utf-8", errors="replace").splitlines()
-        first, last = max(1, f.line - CONTEXT_LINES), min(len(text), f.line + CONTEXT_LINES)
         out.append(f"── {score.package.name} {f.path}:{f.line}:{f.column} {f.rule} ({f.severity})")
         out.append(f"   {f.message}")
-        for n in range(first, last + 1):
-            out.append(f"{'>' if n == f.line else ' '}{n:5d}  {text[n - 1]}")
+        out.extend(_around(source, f.path, f.line))
         out.append(
             f'  {{ path = "{f.path}", line = {f.line}, rule = "{f.rule}", '
             f'verdict = "", reason = "" }},'
@@ -667,12 +671,9 @@ def format_missed(score: PackageScore, source: Path) -> str:
     reader gave."""
     out = []
     for site in score.missed:
-        text = (source / site.path).read_text(encoding="utf-8", errors="replace").splitlines()
-        first, last = max(1, site.line - CONTEXT_LINES), min(len(text), site.line + CONTEXT_LINES)
         out.append(f"── {score.package.name} {site.path}:{site.line} {site.rule} (missed)")
         out.append(f"   {site.reason}")
-        for n in range(first, last + 1):
-            out.append(f"{'>' if n == site.line else ' '}{n:5d}  {text[n - 1]}")
+        out.extend(_around(source, site.path, site.line))
         out.append("")
     return "\n".join(out)
 

@@ -47,10 +47,10 @@ class Sampling:
     waker: Waker
     disable: Any
     restart: Callable[[], Any]
-    window: int = WINDOW
-    fast: int = FAST_NS
-    by_chance: int = BY_CHANCE
-    quiet_factor: float = QUIET_FACTOR
+    window: int
+    fast: int
+    by_chance: int
+    quiet_factor: float
 
 
 def settings(monitoring: Any) -> Sampling:

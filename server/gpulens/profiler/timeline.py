@@ -305,10 +305,10 @@ def event_handlers(
     samples = sampling is not None
     disable = sampling.disable if sampling is not None else None
     waker = sampling.waker if sampling is not None else None
-    window = sampling_window = sampling.window if sampling is not None else 0
+    window = sampling.window if sampling is not None else 0
     restart_events = sampling.restart if sampling is not None else _ignored
     fast = sampling.fast if sampling is not None else 0
-    window_left, pure, previous_now = sampling_window, True, 0
+    window_left, pure, previous_now = window, True, 0
     slow: dict[int, int] = {}  # the stretch's slow runs, by line
     window_frame: list[Any] | None = None
     window_wall = 0.0
@@ -382,7 +382,7 @@ def event_handlers(
     def new_window(now: int) -> None:
         nonlocal window_left, pure, previous_now, window_frame, window_wall
         nonlocal base_hits
-        window_left, pure, previous_now = sampling_window, True, now
+        window_left, pure, previous_now = window, True, now
         slow.clear()
         window_frame = stack[-1] if stack else None
         window_wall = time.perf_counter()

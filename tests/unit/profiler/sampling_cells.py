@@ -2,22 +2,22 @@
 `sys.monitoring` (Python 3.12+): `python sampling_cells.py NAME` prints the cell's payload
 and its timeline's sampling figures as JSON. `gpulens` is imported from PYTHONPATH.
 
-The backend is a test one: the cell's `launch()` is its "GPU call", one kernel each, stamped
-by the backend's clock and placed on the line timeline by time, as CUPTI's records are.
+The backend is `cell_calls.CellCalls`: the cell's `launch()` is its "GPU call", one kernel
+each, placed on the line timeline by time as CUPTI's records are.
 """
 
 from __future__ import annotations
 
 import json
 import sys
-import time
 from typing import Any
+
+from cell_calls import CellCalls  # beside this script
 
 from gpulens.profiler import sampling
 from gpulens.profiler.attribution import attribute_records
 from gpulens.profiler.capture import profile_code
 from gpulens.profiler.report import build_payload
-from gpulens.profiler.timeline import Segments, place_calls, placed_columns
 
 STEPS, EVERY = 1_200_000, 100_000
 
@@ -39,50 +39,8 @@ for i in range(steps):
 }
 
 
-class CellCalls:
-    name = "cell-calls"
-    keeps_segments = True
-
-    def __init__(self) -> None:
-        self.clock = time.perf_counter_ns
-        self.warnings: list[str] = []
-        self.calls: list[tuple[int, int]] = []
-        self.placed: dict[int, tuple[int, int]] = {}
-        self._handed = 0
-
-    def launch(self) -> int:
-        self.calls.append((len(self.calls) + 1, self.clock()))
-        return 0
-
-    def place_calls(self, segments: Segments, retained_from: int) -> None:
-        place_calls(self.placed, self.calls[self._handed :], segments, retained_from)
-        self._handed = len(self.calls)
-
-    def begin(self) -> None:
-        pass
-
-    def finish(self) -> dict[str, Any]:
-        corrs = [corr for corr, _ in self.calls]
-        starts = [start for _, start in self.calls]
-        return {
-            "api": {"corr": corrs, "start": starts, "end": starts, "tid": [1] * len(corrs)},
-            "kernels": {
-                "corr": corrs,
-                "start": [0] * len(corrs),
-                "end": [1000] * len(corrs),
-                "device": [0] * len(corrs),
-                "name": [0] * len(corrs),
-            },
-            "names": ["k"],
-            "placed": placed_columns(self.placed),
-        }
-
-    def gpus(self) -> list[dict[str, Any]]:
-        return []
-
-
 def profiled(name: str, steps: int, sample: bool) -> dict[str, Any]:
-    session = CellCalls()
+    session = CellCalls(placing=True)
     code = compile(CELLS[name], "<cell>", "exec")
     namespace = {"steps": steps, "every": EVERY, "launch": session.launch}
     capture = profile_code(code, namespace, session, sample=sample)

@@ -93,6 +93,22 @@ def _streams(node: ast.AST, ctx: Context) -> bool:
     return False
 
 
+def _report_guessed_read(
+    node: ast.expr, loop: Loop, ctx: Context, *, advice: str, unsure: str
+) -> None:
+    """A read to the host of a value on the GPU by a guess only (`unsure` says whose):
+    at most a hint."""
+    _report_sync(
+        node,
+        f"`{shown(ctx, node)}` copies the value to the host and waits for all queued GPU work",
+        loop,
+        ctx,
+        advice=advice,
+        subject=Value(Kind.GPU, guessed=True),
+        unsure=unsure,
+    )
+
+
 def _report_sync(
     node: ast.expr,
     what: str,
@@ -198,15 +214,12 @@ def check_sync_call(node: ast.Call, ctx: Context) -> None:
         if receiver is None and func.attr == "cpu" and not node.args and _may_be_data(func.value):
             # nothing says where the value is, but `.cpu()` is only ever asked of a tensor
             # that may be on a device: at most a hint
-            _report_sync(
+            _report_guessed_read(
                 node,
-                f"`{shown(ctx, node)}` copies the value to the host and waits for all queued "
-                "GPU work",
                 loop,
                 ctx,
                 advice=": the CPU stops feeding the GPU. Keep the values on the device and copy "
                 "them once after the loop (or once per batch).",
-                subject=Value(Kind.GPU, guessed=True),
                 unsure="as the call to `.cpu()` suggests",
             )
             return
@@ -220,15 +233,12 @@ def check_sync_call(node: ast.Call, ctx: Context) -> None:
             # a loop that runs a backward pass computes autograd tensors on the model's
             # device, and a framework's step hook computes on the data it is handed there: a
             # read of one is a wait per step, if that device is a GPU (a hint)
-            _report_sync(
+            _report_guessed_read(
                 node,
-                f"`{shown(ctx, node)}` copies the value to the host and waits for all queued "
-                "GPU work",
                 loop,
                 ctx,
                 advice=": the CPU stops feeding the GPU. Accumulate on the device "
                 "(`total += loss.detach()`) and read once after the loop, or every N steps.",
-                subject=Value(Kind.GPU, guessed=True),
                 unsure="as the backward pass in the loop suggests"
                 if loop.backward
                 else "as the data the framework hands this step suggests",
