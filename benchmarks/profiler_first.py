@@ -9,7 +9,9 @@ person reads the cell before profiling it), profiles the cell with `%%gpulens`, 
 Each profile is timed as the magic runs it (the cell, capture, attribution, the payload and
 its text and HTML); its fixed cost is its time less the plain cell's. The medians over the
 runs, first and second, and their difference: the target is a first profile at most 30 ms
-over the plain cell. `--cold` leaves out the pause after loading the extension.
+over the plain cell. `--cold` leaves out the pause after loading the extension. A
+first run, not counted, learns CUPTI's tables into a cache of the benchmark's own, as the
+first profile on a machine does (printed apart: "the machine's first profile ever").
 
 The cupti backend needs the device machine (`--backend cupti`); here the host backend
 measures the same path without a GPU. `--setup CODE` runs a first cell before the rest, as
@@ -22,8 +24,10 @@ older one: `git archive <rev> server | tar -x -C /tmp/before`) in the same run, 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
+import tempfile
 
 from versions import alternated, run_json, versions
 
@@ -70,6 +74,13 @@ def main() -> int:
     options = parser.parse_args()
     pause = 0.0 if options.cold else 1.0
     compared = versions(options.compare)
+    # a cache of CUPTI's tables of this benchmark's own: the first run learns them from
+    # cupti-python (as the first profile on a machine does), the measured runs read them
+    os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="gpulens-first-")
+    learnt = {
+        label: run_json(RUN, [options.backend, str(pause), options.setup], server, timeout=300)
+        for label, server in compared
+    }
     runs = alternated(
         options.runs,
         compared,
@@ -91,6 +102,8 @@ def main() -> int:
         print(f"  first profile over the plain cell  {first * 1e3:7.1f} ms   (target <= 30 ms)")
         print(f"  second profile over the plain cell {second * 1e3:7.1f} ms")
         print(f"  first over second                  {(first - second) * 1e3:7.1f} ms")
+        ever = learnt[label]["first"] - learnt[label]["plain"]
+        print(f"  the machine's first profile ever   {ever * 1e3:7.1f} ms   (one run)")
     return 0
 
 

@@ -111,15 +111,83 @@ def line_of(source: str, marker: str) -> int:
 def test_cupti_records_decode_with_cupti_python_dtypes(torch: Any) -> None:
     from cupti import cupti
 
-    from gpulens.profiler.capture import cupti as backend
+    from gpulens.profiler.capture import cupti_tables, libcupti
 
     for name in ("activity_api_dtype", "activity_memcpy6_dtype", "activity_synchronization2_dtype"):
         print(name, getattr(cupti, name).names)
-    print("kernel dtype", backend._latest_dtype(cupti, "kernel").names)
+    print("kernel dtype", cupti_tables._latest_dtype(cupti, "kernel").names)
     capture, _, _ = profile("decode", "y = torch.ones(8, device='cuda') * 2\n", {"torch": torch})
     assert capture.backend == "cupti", capture.warnings
     assert not any("laid out differently" in w for w in capture.warnings)
-    print("libcupti", backend._libcupti_path())
+    print("libcupti", libcupti.loaded_path())
+
+
+FRESH_PROFILE = """
+import json, sys, time
+import torch
+x = torch.ones(1000, device="cuda")
+torch.cuda.synchronize()
+from gpulens.profiler.attribution import attribute_records
+from gpulens.profiler.capture import profile_code
+from gpulens.profiler.report import build_payload
+source = "for _ in range(50):\\n    y = (x * 2).sum().item()\\n"
+code = compile(source, "/tmp/gpulens_fresh_cell.py", "exec")
+began = time.perf_counter()
+capture = profile_code(code, {"x": x}, "cupti")
+took = time.perf_counter() - began
+payload = build_payload(
+    attribute_records(capture.timeline, capture.records),
+    source={"path": "cell", "cell": None, "first_line": 1},
+    backend=capture.backend,
+    warnings=capture.warnings,
+)
+line = next(line for line in payload["lines"] if line["line"] == 2)
+print(json.dumps({
+    "backend": capture.backend,
+    "warnings": capture.warnings,
+    "imported": sorted(m for m in ("cupti.cupti", "cuda.bindings.driver") if m in sys.modules),
+    "hits": line["hits"],
+    "kernels": line["kernels"]["count"],
+    "syncs": line["syncs"]["count"],
+    "dtoh": line["transfers"]["dtoh"]["count"],
+    "took_ms": round(took * 1000, 1),
+}))
+"""
+
+
+@needs_cupti
+def test_a_fresh_process_profiles_with_the_tables_kept_and_no_cupti_python_import(
+    tmp_path: Any,
+) -> None:
+    """The first profile in a fresh process learns CUPTI's tables from cupti-python and
+    keeps them in the user's cache; the next fresh process reads them from there and
+    imports neither cupti-python nor cuda-bindings, its lines on Unix time and CUPTI's
+    records on theirs: every launch, copy and sync of the loop on its line, as before."""
+    import subprocess
+    import sys
+
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    runs = []
+    for _ in range(2):
+        done = subprocess.run(
+            [sys.executable, "-c", FRESH_PROFILE],
+            check=False,
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=tmp_path,
+            timeout=240,
+        )
+        assert done.returncode == 0, done.stderr[-3000:]
+        runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
+        print(runs[-1])
+    learnt, kept = runs
+    assert os.listdir(tmp_path / "cache" / "gpulens")
+    assert "cupti.cupti" in learnt["imported"]
+    assert kept["imported"] == []
+    for run in runs:
+        assert run["backend"] == "cupti", run["warnings"]
+        assert (run["hits"], run["kernels"], run["syncs"], run["dtoh"]) == (50, 100, 50, 50)
 
 
 def test_distinct_values_and_their_indexes_agree_on_either_side_of_numpys_unique() -> None:
@@ -451,7 +519,9 @@ def test_after_torch_profiler_lines_still_read_in_seconds_and_memory_on_its_line
     namespace = {"torch": torch, "time": time}
     capture, payload, lines = profile("clock_after_torch_profiler", CLOCKED, namespace)
     assert capture.backend == "cupti", capture.warnings
-    print("clock ticks per ns:", capture.timings.get("clock_ticks_per_ns", 1.0))
+    # CUPTI's records were on Kineto's clock and were moved onto the lines' Unix time
+    print("records' ticks per ns:", capture.timings.get("records_ticks_per_ns"))
+    assert abs(capture.timings["records_ticks_per_ns"] - 1.0) > 0.01
     nap = lines[line_of(CLOCKED, "# nap")]
     assert 0.05 <= nap["host_s"] < 0.07
     assert 0.05 <= nap["gpu_idle_s"] <= nap["own_s"] < 0.07

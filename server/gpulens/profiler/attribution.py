@@ -24,7 +24,7 @@ Inputs (all times in ns on one clock):
 A synchronization record whose call has no API record is not counted anywhere: CUPTI writes
 one for every `cudaEventQuery` (a poll that returns at once, which torch's allocator and DDP make
 several times a step; measured on two H200s: every such record came from one), and the capture
-does not record those calls (`capture.cupti.CHATTY_API_NAMES`); each call that waits
+does not record those calls (`capture.cupti_tables.CHATTY_API_NAMES`); each call that waits
 (`…Synchronize`, `cudaStreamWaitEvent`, copies) keeps its API record. `polls` counts them.
 
 Besides the records' tallies, each line gets its memory (`memory.attribute_memory`: None

@@ -18,6 +18,7 @@ from gpulens.profiler.capture import profile_code
 from gpulens.profiler.capture.clock import (
     ClockScale,
     Reading,
+    onto_unix,
     read,
     scale_between,
     ticks_per_ns,
@@ -169,3 +170,24 @@ def test_a_long_cell_on_a_cycle_counter_keeps_memory_flat_through_the_idle_time(
     assert lines[5]["kernels"]["count"] == steps // every
     assert lines[3]["gpu_idle_ns"] is not None and lines[3]["gpu_idle_ns"] > 0
     assert peak < 16 * segments + 2**20, f"{peak / segments:.0f} B per segment"
+
+
+def test_records_on_unix_time_are_left_as_they_are() -> None:
+    """CUPTI's default clock is Unix time: readings a few hundred ns apart map nothing."""
+    first = Reading(tick=1_795_524_579_738_200_000, unix=1_795_524_579_738_200_036)
+    last = Reading(tick=first.tick + 3_000_000_250, unix=first.unix + 3_000_000_000)
+    assert onto_unix(first, last) is None
+
+
+def test_records_on_another_clock_land_on_unix_time_between_and_past_the_readings() -> None:
+    """After torch.profiler, CUPTI stamps with a cycle counter (2.1 ticks/ns), and a clock of
+    Unix rate with another origin, a few ppm fast, drifts: each is moved onto Unix time by
+    the two readings, to the nanosecond, over a 10 s cell (a rounded rate would be 50 us off)."""
+    for rate, origin in ((2.1, 79_254_630_820), (1.000005, 52_000_000_000)):
+        first = Reading(tick=origin, unix=1_795_524_579_000_000_000)
+        last = Reading(tick=origin + round(10e9 * rate), unix=first.unix + 10**10)
+        scale = onto_unix(first, last)
+        assert scale is not None
+        for offset_ns in (0, 1_234_567, 5 * 10**9, 10**10, 11 * 10**9):
+            tick = origin + round(offset_ns * rate)
+            assert abs(scale.to_ns(tick) - (first.unix + offset_ns)) <= 1

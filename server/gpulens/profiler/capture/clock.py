@@ -23,6 +23,9 @@ from gpulens.profiler.timeline import LineEvents, Segments, Timeline
 # a clock within 1% of one tick per nanosecond is a nanosecond clock (NTP slews Unix time by
 # 0.05% at most; a cycle counter runs at 1 GHz or more, and 1 GHz is nanoseconds too)
 NS_TOLERANCE = 0.01
+# a clock read within this of Unix time is Unix time: CUPTI's default clock read against it
+# was 36 ns off (the reads themselves span 300-600 ns), steady over seconds, on an H100
+SAME_CLOCK_NS = 2_000
 # a record family's columns that hold times on the session clock
 TIME_COLUMNS = ("start", "end")
 
@@ -79,6 +82,18 @@ def ticks_per_ns(first: Reading, last: Reading) -> float:
         return 1.0
     rate = (last.tick - first.tick) / elapsed
     return 1.0 if abs(rate - 1.0) <= NS_TOLERANCE else rate
+
+
+def onto_unix(first: Reading, last: Reading) -> ClockScale | None:
+    """The map of another clock's times onto Unix ns, from two readings of both; None where
+    that clock is Unix time itself (both readings within `SAME_CLOCK_NS`). Its rate is the
+    one measured, not rounded: a clock a few ppm off Unix time (another time base) would
+    drift by a millisecond over a long cell, and placing records on lines needs less."""
+    if max(abs(first.tick - first.unix), abs(last.tick - last.unix)) <= SAME_CLOCK_NS:
+        return None
+    elapsed = last.unix - first.unix
+    rate = (last.tick - first.tick) / elapsed if elapsed > 0 else 1.0
+    return ClockScale(tick=first.tick, unix=first.unix, ticks_per_ns=rate or 1.0)
 
 
 def scale_between(first: Reading, last: Reading) -> ClockScale | None:

@@ -1,28 +1,43 @@
 """CUPTI backend: activity records only, no Python callback per launch.
 
-cupti-python enables the activity kinds and per-cbid API records and gives the clock
-(`cupti.get_timestamp`, the records' own time base) and the numpy dtypes of the record
-structs. It hands completed buffers over as one Python object per record (about 15 us
-each, measured), so the two buffer callbacks are registered on the very same libcupti
-through ctypes instead: a completed buffer is copied out as bytes, and decoded after the
-cell in bulk with those dtypes (`activity`). One activity-buffer owner per process: at the end every
-kind is disabled, every cbid filter restored and the buffers flushed, so torch.profiler
-(Kineto) can register its own callbacks afterwards.
+Every call into CUPTI while a cell runs goes through ctypes on libcupti (`libcupti`), and
+what the capture must know of CUPTI (record kinds and layouts, which API calls to keep)
+comes from tables learnt once from cupti-python and kept in the user's cache
+(`cupti_tables`): a first profile in a fresh kernel then imports neither cupti-python
+(60-70 ms) nor cuda-bindings. Completed buffers are handed over by two ctypes callbacks
+(cupti-python's own hand one Python object per record, about 15 us each, measured), copied
+out as bytes and decoded after the cell in bulk (`activity`). One activity-buffer owner per
+process: at the end every kind is disabled, every cbid filter restored and the buffers
+flushed, so torch.profiler (Kineto) can register its own callbacks afterwards.
+
+Lines are stamped with `time.time_ns`; CUPTI stamps its records with the same clock, Unix
+time (checked at each profile: CUPTI's clock read against Unix time at the start and the
+end, 36 ns apart on an H100), unless torch.profiler has given it another source, and then
+its records are moved onto Unix time by those two readings (`clock.onto_unix`).
 """
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
-import functools
-import re
 import threading
 import time
 from typing import Any
 
+from gpulens.profiler.capture import cupti_tables
 from gpulens.profiler.capture.activity import CUPTI_SUCCESS, decode_api_calls, decode_buffers
-from gpulens.profiler.capture.memory import AllocatorHistory, operation_signs
+from gpulens.profiler.capture.clock import ClockScale, Reading, onto_unix, rescale_records
+from gpulens.profiler.capture.cuda_driver import device_name, synchronize_active_contexts
+from gpulens.profiler.capture.cupti_tables import Tables, TablesUnavailable
+from gpulens.profiler.capture.libcupti import (
+    CuptiUnavailable,
+    Libcupti,
+    loaded_path,
+    open_library,
+)
+from gpulens.profiler.capture.memory import AllocatorHistory
 from gpulens.profiler.timeline import Segments, place_calls, placed_columns
+
+__all__ = ["CuptiSession", "CuptiUnavailable"]
 
 FLUSH_FORCED = 1
 # mid-cell: the buffers whose records are all complete, full or not (a forced flush would
@@ -31,23 +46,6 @@ FLUSH_COMPLETED = 0
 BUFFER_BYTES = 8 * 1024 * 1024
 # idle buffers kept between profiles (CUPTI asks for one at a time per context)
 IDLE_BUFFERS_KEPT = 4
-# API calls that make or wait for GPU work: the only API records kept. Keeping the others
-# (cudaGetDevice, cudaMalloc, cuCtxGetCurrent, ...) made 13x the records on a training loop.
-API_NAMES = re.compile(r"Launch|Memcpy|Memset|Synchronize|WaitEvent|GraphLaunch", re.IGNORECASE)
-# and the calls that allocate or free GPU memory (rare: allocators cache), so CUPTI's memory
-# records join the line of the call that made them by its correlation id
-MEMORY_API_NAMES = re.compile(r"Malloc|MemAlloc|MemCreate|Free|MemRelease|MemMap|MemUnmap")
-# Of the others, those made around nearly every launch (a 50-step training loop made 8,556
-# cudaGetDevice, 2,350 cuDevicePrimaryCtxGetState and 700 cuKernelGetName calls for 1,000
-# launches, on the H200) are not recorded at all; rarer ones are recorded, then dropped.
-CHATTY_API_NAMES = re.compile(
-    r"cudaGetDevice|cudaSetDevice|cudaGetLastError|cudaPeekAtLastError|cudaDeviceGetAttribute"
-    r"|cudaStreamIsCapturing|cudaStreamGetCaptureInfo|cudaPointerGetAttributes"
-    r"|cudaFuncGetAttributes|cudaEventRecord|cudaEventQuery|cudaStreamQuery"
-    r"|cuDevicePrimaryCtxGetState|cuCtxGetCurrent|cuCtxSetCurrent|cuCtxGetDevice"
-    r"|cuKernelGet|cuFuncGetAttribute|cuOccupancy|cuPointerGetAttribute|cuStreamGetCaptureInfo"
-    r"|cuStreamIsCapturing|cuDeviceGet|cuGetProcAddress|cuLibraryGetKernel|cuModuleGetFunction"
-)
 
 _REQUEST = ctypes.CFUNCTYPE(
     None,
@@ -58,28 +56,6 @@ _REQUEST = ctypes.CFUNCTYPE(
 _COMPLETE = ctypes.CFUNCTYPE(
     None, ctypes.c_void_p, ctypes.c_uint32, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t
 )
-
-
-class CuptiUnavailable(RuntimeError):
-    """CUPTI cannot be used in this process; the message says why."""
-
-
-def _libcupti_path() -> str | None:
-    """The libcupti cupti-python loaded (same file, so ctypes shares its one instance)."""
-    try:
-        with open("/proc/self/maps") as maps:
-            for row in maps:
-                if "libcupti.so" in row:
-                    return row.split(None, 5)[-1].strip()
-    except OSError:
-        pass
-    try:
-        from cuda.pathfinder import load_nvidia_dynamic_lib
-
-        path: str = load_nvidia_dynamic_lib("cupti").abs_path
-        return path
-    except Exception:
-        return None
 
 
 class _BufferSink:
@@ -153,112 +129,46 @@ class _BufferSink:
 
 # the one buffer sink of the process (CUPTI keeps calling what was registered)
 _SINKS: list[_BufferSink] = []
+# the tables of this process's cupti-python build (one object: `learn` grows it)
+_TABLES: dict[str, Tables] = {}
 
 
-def _configure(lib: ctypes.CDLL) -> None:
-    lib.cuptiActivityRegisterCallbacks.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
-    lib.cuptiActivityRegisterCallbacks.restype = ctypes.c_int
-    lib.cuptiActivityGetNextRecord.argtypes = [
-        ctypes.c_void_p,
-        ctypes.c_size_t,
-        ctypes.POINTER(ctypes.c_void_p),
-    ]
-    lib.cuptiActivityGetNextRecord.restype = ctypes.c_int
-    for name in ("cuptiActivityGetAttribute", "cuptiActivitySetAttribute"):
-        function = getattr(lib, name)
-        function.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_size_t), ctypes.c_void_p]
-        function.restype = ctypes.c_int
+def _learn_tables(key: str) -> Tables:
+    """The tables read from cupti-python itself (its import: 60-70 ms), kept for next time."""
+    try:
+        from cupti import cupti
+    except ImportError as error:  # pragma: no cover - depends on the machine
+        raise CuptiUnavailable(f"cupti-python failed to import ({error})") from error
+    try:
+        cupti.get_timestamp()  # loads libcupti; fails cleanly without a driver
+    except Exception as error:
+        raise CuptiUnavailable(f"libcupti did not load ({error})") from error
+    path = loaded_path()
+    if path is None:
+        raise CuptiUnavailable("could not find the libcupti that cupti-python loaded")
+    try:
+        tables = cupti_tables.from_cupti(cupti, path)
+    except TablesUnavailable as error:
+        raise CuptiUnavailable(str(error)) from error
+    cupti_tables.write_cached(key, tables)
+    return tables
 
 
-def _latest_dtype(module: Any, stem: str) -> Any:
-    """cupti-python's dtype of the newest version of a record struct, e.g. activity_kernel10."""
-    pattern = re.compile(rf"^activity_{stem}(\d*)_dtype$")
-    found = [(int(m.group(1) or 0), name) for name in dir(module) if (m := pattern.match(name))]
-    if not found:
-        raise CuptiUnavailable(f"cupti-python has no activity_{stem}*_dtype")
-    return getattr(module, max(found)[1])
-
-
-def _enum_names(enum: Any, overrides: dict[str, str]) -> dict[int, str]:
-    return {int(member): overrides.get(member.name, member.name.lower()) for member in enum}
-
-
-class _Tables:
-    """What a process needs to know about its cupti-python once: kinds, dtypes, API calls."""
-
-    def __init__(self, cupti: Any) -> None:
-        kind = cupti.ActivityKind
-        self.kinds = {
-            "api": (int(kind.RUNTIME), int(kind.DRIVER)),
-            "kernels": (int(kind.CONCURRENT_KERNEL),),
-            "memcpy": (int(kind.MEMCPY),),
-            # copies between two GPUs come as their own record kind (CUpti_ActivityMemcpyPtoP)
-            "peer": (int(kind.MEMCPY2),),
-            "memset": (int(kind.MEMSET),),
-            "syncs": (int(kind.SYNCHRONIZATION),),
-            # device memory allocated and released (CUpti_ActivityMemory4)
-            "memory": (int(kind.MEMORY2),),
-        }
-        self.dtypes = {
-            "api": cupti.activity_api_dtype,
-            "kernels": _latest_dtype(cupti, "kernel"),
-            "memcpy": _latest_dtype(cupti, "memcpy"),
-            "peer": _latest_dtype(cupti, "memcpy_pto_p"),
-            "memset": _latest_dtype(cupti, "memset"),
-            "syncs": _latest_dtype(cupti, "synchronization"),
-            "memory": _latest_dtype(cupti, "memory"),
-        }
-        self.family_of = {k: family for family, kinds in self.kinds.items() for k in kinds}
-        self.sizes = {k: self.dtypes[family].itemsize for k, family in self.family_of.items()}
-        self.copy_names = _enum_names(cupti.ActivityMemcpyKind, {"PTOP": "ptop"})
-        self.memory_names = _enum_names(cupti.ActivityMemoryKind, {})
-        self.memory_signs = operation_signs(_enum_names(cupti.ActivityMemoryOperationType, {}))
-        self.zeroed_attribute = int(cupti.ActivityAttribute.ATTR_ZEROED_OUT_BUFFER)
-        sync = cupti.ActivitySynchronizationType
-        self.sync_names = {
-            int(sync.CONTEXT_SYNCHRONIZE): "context",
-            int(sync.STREAM_SYNCHRONIZE): "stream",
-            int(sync.EVENT_SYNCHRONIZE): "event",
-            int(sync.STREAM_WAIT_EVENT): "wait",
-        }
-        # API calls by key (activity kind << 32 | cbid): which are kept, which to turn off
-        self.setters = {
-            int(kind.RUNTIME): cupti.activity_enable_runtime_api,
-            int(kind.DRIVER): cupti.activity_enable_driver_api,
-        }
-        self.selected: set[int] = set()
-        self.turned_off: list[int] = []
-        for api_kind, enum in (
-            (int(kind.RUNTIME), cupti.runtime_api_trace_cbid),
-            (int(kind.DRIVER), cupti.driver_api_trace_cbid),
-        ):
-            for member in enum:
-                key = api_kind << 32 | int(member)
-                if API_NAMES.search(member.name) or MEMORY_API_NAMES.search(member.name):
-                    self.selected.add(key)
-                elif CHATTY_API_NAMES.match(member.name):
-                    self.turned_off.append(key)
-
-    def learn(self, keys: Any) -> None:
-        """Turns off, from the next profile on, unselected calls that showed up in this one."""
-        known = set(self.turned_off)
-        self.turned_off.extend(k for k in keys if k not in self.selected and k not in known)
-
-    def set_api_calls(self, keys: list[int], on: bool) -> list[int]:
-        """Turns the API records of `keys` on or off; returns the keys it could set."""
-        done = []
-        for key in keys:
-            try:
-                self.setters[key >> 32](key & 0xFFFFFFFF, int(on))
-            except Exception:
-                continue
-            done.append(key)
-        return done
-
-
-@functools.lru_cache(maxsize=1)
-def _tables(cupti: Any) -> _Tables:
-    return _Tables(cupti)
+def _open() -> tuple[Tables, Libcupti]:
+    """This process's tables and libcupti: from the user's cache where they are kept for the
+    cupti-python installed, else learnt from it."""
+    key = cupti_tables.build_key()
+    if key is None:
+        raise CuptiUnavailable("cupti-python is not installed (pip install 'gpulens[cupti]')")
+    tables = _TABLES.get(key)
+    if tables is None:
+        tables = cupti_tables.read_cached(key)
+        loaded = loaded_path()
+        if tables is None or (loaded is not None and loaded != tables.libcupti):
+            # kept for another libcupti than the one this process already runs: learn anew
+            tables = _learn_tables(key)
+        _TABLES[key] = tables
+    return tables, open_library(loaded_path() or tables.libcupti)
 
 
 class CuptiSession:
@@ -267,26 +177,12 @@ class CuptiSession:
     def __init__(self, memory: str = "reserved") -> None:
         """`memory`: the GPU memory views recorded too: "reserved" (CUPTI's memory
         records), "all" (and torch's allocator history, where torch runs) or "off"."""
-        try:
-            from cupti import cupti
-        except ImportError as error:  # pragma: no cover - depends on the machine
-            raise CuptiUnavailable(f"cupti-python failed to import ({error})") from error
-        self.cupti = cupti
+        self.tables, self.libcupti = _open()
         self.warnings: list[str] = []
-        try:
-            cupti.get_timestamp()  # loads libcupti; fails cleanly without a driver
-        except Exception as error:
-            raise CuptiUnavailable(f"libcupti did not load ({error})") from error
         if not _SINKS:
-            path = _libcupti_path()
-            if path is None:
-                raise CuptiUnavailable("could not find the libcupti that cupti-python loaded")
-            lib = ctypes.CDLL(path)
-            _configure(lib)
-            _SINKS.append(_BufferSink(lib))
+            _SINKS.append(_BufferSink(self.libcupti.lib))
         self.sink = _SINKS[0]
-        self.clock = cupti.get_timestamp
-        self.tables = _tables(cupti)
+        self.clock = time.time_ns
         self._turned_off: list[int] = []
         self._zeroed_before: int | None = None
         self._enabled: list[int] = []
@@ -297,26 +193,28 @@ class CuptiSession:
         self.driver_memory = memory != "off"
         self._memory_on = False  # CUPTI's memory records enabled in this profile
         self._history = AllocatorHistory(self.clock, self.warnings) if memory == "all" else None
-        # set before finish: the clock's rate (not 1.0 once torch.profiler has given CUPTI
-        # its own timestamps: `capture.clock`)
+        # set before finish: the line clock's rate (Unix ns: always 1.0)
         self.ticks_per_ns = 1.0
+        # CUPTI's clock against Unix time, read as the cell began
+        self._first: Reading | None = None
         self._begin_timings: dict[str, float] = {}
 
     @staticmethod
     def prepare() -> None:
         """What a session's first profile would load, loaded now (see `capture.preload`):
-        cupti-python and libcupti, the buffer sink, the activity tables, NumPy for the
-        decode. Enables nothing: no record is made until `begin`."""
+        libcupti, its tables (learnt from cupti-python where the user's cache lacks them),
+        the buffer sink, NumPy for the decode. Enables nothing: no record is made until
+        `begin`."""
         session = CuptiSession()
         session.sink.reserve(2)
         import numpy  # noqa: F401  (the decode's)
 
     # -- lifecycle -----------------------------------------------------------------------
     def begin(self) -> None:
-        cupti = self.cupti
+        libcupti, tables = self.libcupti, self.tables
         began = time.perf_counter()
         self.sink.reserve(2)
-        self._zeroed_before = self.sink.zeroed_buffers(self.tables.zeroed_attribute, 1)
+        self._zeroed_before = self.sink.zeroed_buffers(tables.zeroed_attribute, 1)
         with self.sink.lock:
             self.sink.completed.clear()
             self.sink.collecting = True
@@ -331,20 +229,18 @@ class CuptiSession:
             raise CuptiUnavailable(
                 f"cuptiActivityRegisterCallbacks returned {rc}: another tool holds CUPTI"
             )
-        try:
-            cupti.set_thread_id_type(cupti.ActivityThreadIdType.SYSTEM)
-        except Exception:
+        if not libcupti.set_thread_id_type(tables.thread_id_system):
             self.warnings.append("CUPTI thread ids are not system ids: thread counts may be off")
         for family in ("api", "kernels", "memcpy", "peer", "memset", "syncs"):
-            for kind in self.tables.kinds[family]:
-                cupti.activity_enable(kind)
+            for kind in tables.kinds[family]:
+                libcupti.enable(kind)
                 self._enabled.append(kind)
         self._memory_on = False
         if self.driver_memory:
-            for kind in self.tables.kinds["memory"]:
+            for kind in tables.kinds["memory"]:
                 try:
-                    cupti.activity_enable(kind)
-                except Exception as error:
+                    libcupti.enable(kind)
+                except CuptiUnavailable as error:
                     self.warnings.append(f"CUPTI's memory records are unavailable ({error})")
                     continue
                 self._enabled.append(kind)
@@ -357,12 +253,25 @@ class CuptiSession:
         # decode_buffers; the frequent ones are not even recorded (turned off per cbid,
         # which works only with RUNTIME/DRIVER on: measured on the H200). Turning off all
         # ~1,000 cost 0.6 ms on each begin and as much to restore.
-        self._turned_off = self.tables.set_api_calls(self.tables.turned_off, on=False)
+        self._turned_off = self._set_api_calls(tables.turned_off, on=False)
+        filtered = time.perf_counter()
+        self._first = libcupti.reading()
         self._begin_timings = {
             "enable_s": enabled - began,
             "history_begin_s": history - enabled,
-            "api_filter_s": time.perf_counter() - history,
+            "api_filter_s": filtered - history,
         }
+
+    def _set_api_calls(self, keys: list[int], on: bool) -> list[int]:
+        """Records the API calls of `keys` (kind << 32 | cbid), or not; the keys it could set."""
+        runtime, set_call = self.tables.runtime_kind, self.libcupti.set_api_call
+        return [key for key in keys if set_call(key >> 32 == runtime, key & 0xFFFFFFFF, on)]
+
+    def _records_scale(self) -> ClockScale | None:
+        """CUPTI's clock onto Unix ns, from now and the cell's start; None: it is Unix time."""
+        if self._first is None:
+            return None
+        return onto_unix(self._first, self.libcupti.reading())
 
     def place_calls(self, segments: Segments, retained_from: int) -> None:
         """Before the line timeline drops its oldest segments: hands over the buffers CUPTI
@@ -371,32 +280,34 @@ class CuptiSession:
         The main thread is inside the recorder, so its own calls have all returned; a call
         still running on another thread is placed at a later fold, while its start is still
         among the segments kept."""
-        self.cupti.activity_flush_all(FLUSH_COMPLETED)
+        self.libcupti.flush(FLUSH_COMPLETED)
         with self.sink.lock:
             fresh = self.sink.completed[self._buffers_placed :]
             self._buffers_placed = len(self.sink.completed)
         api = decode_api_calls(fresh, self)
-        calls = zip(api["corr"], api["start"], strict=True)
+        scale = self._records_scale()
+        starts = api["start"] if scale is None else scale.all_to_ns(api["start"])
+        calls = zip(api["corr"], starts, strict=True)
         place_calls(self._placed, calls, segments, retained_from)
 
     def finish(self) -> dict[str, Any]:
         """Waits for the cell's GPU work, flushes, releases CUPTI, decodes. Never raises."""
-        cupti = self.cupti
+        libcupti = self.libcupti
         began = time.perf_counter()
-        _synchronize_active_contexts(self.warnings)
+        synchronize_active_contexts(self.warnings)
         synced = time.perf_counter()
+        scale = self._records_scale()
         try:
-            cupti.activity_flush_all(FLUSH_FORCED)
-        except Exception as error:
+            libcupti.flush(FLUSH_FORCED)
+        except CuptiUnavailable as error:
             self.warnings.append(f"CUPTI flush failed ({error}): some records may be missing")
         flushed = time.perf_counter()
         for kind in self._enabled:
-            with contextlib.suppress(Exception):
-                cupti.activity_disable(kind)
+            libcupti.disable(kind)
         self._enabled.clear()
         # CUPTI's defaults (every call recorded) back for the next owner, e.g. torch.profiler
         restoring = time.perf_counter()
-        self.tables.set_api_calls(self._turned_off, on=True)
+        self._set_api_calls(self._turned_off, on=True)
         self._turned_off = []
         restored = time.perf_counter()
         if self._zeroed_before is not None:
@@ -407,12 +318,14 @@ class CuptiSession:
             buffers, self.sink.completed = self.sink.completed, []
         released = time.perf_counter()
         records = decode_buffers(buffers, self)
+        if scale is not None:
+            rescale_records(records, scale)
         records["main_tid"] = self.main_tid
         if self._memory_on:  # recorded, so a cell that allocated nothing says so
             records.setdefault(
                 "driver_memory", {"corr": [], "start": [], "bytes": [], "device": []}
             )
-        if self._placed:
+        if self._placed:  # placed on Unix time already
             records["placed"] = placed_columns(self._placed)
         decoded = time.perf_counter()
         if self._history is not None:
@@ -429,6 +342,8 @@ class CuptiSession:
             "buffers": len(buffers),
             "buffer_bytes": sum(len(b) for b in buffers),
         }
+        if scale is not None:
+            records["_timings"]["records_ticks_per_ns"] = scale.ticks_per_ns
         self._devices = sorted(
             set(records.get("kernels", {}).get("device", []))
             | set(records.get("memcpy", {}).get("device", []))
@@ -437,46 +352,5 @@ class CuptiSession:
 
     def gpus(self) -> list[dict[str, Any]]:
         return [
-            {"index": index, "name": _device_name(index)} for index in getattr(self, "_devices", [])
+            {"index": index, "name": device_name(index)} for index in getattr(self, "_devices", [])
         ]
-
-
-def _synchronize_active_contexts(warnings: list[str]) -> None:
-    """Waits for every primary context in use, so its records are complete before the flush."""
-    try:
-        from cuda.bindings import driver as cu
-    except ImportError:
-        warnings.append("cuda-bindings missing: records of unfinished GPU work may be cut")
-        return
-    err, count = cu.cuDeviceGetCount()
-    if err != cu.CUresult.CUDA_SUCCESS:
-        return  # CUDA never initialized in this process: nothing ran on a GPU
-    for ordinal in range(count):
-        err, device = cu.cuDeviceGet(ordinal)
-        err, _flags, active = cu.cuDevicePrimaryCtxGetState(device)
-        if err != cu.CUresult.CUDA_SUCCESS or not active:
-            continue
-        err, context = cu.cuDevicePrimaryCtxRetain(device)
-        if err != cu.CUresult.CUDA_SUCCESS:
-            continue
-        try:
-            cu.cuCtxPushCurrent(context)
-            err = cu.cuCtxSynchronize()[0]
-            if err != cu.CUresult.CUDA_SUCCESS:
-                warnings.append(f"GPU {ordinal} reported {err.name} while finishing its work")
-            cu.cuCtxPopCurrent()
-        finally:
-            cu.cuDevicePrimaryCtxRelease(device)
-
-
-@functools.lru_cache(maxsize=64)
-def _device_name(index: int) -> str:
-    try:
-        from cuda.bindings import driver as cu
-
-        _err, device = cu.cuDeviceGet(index)
-        _err, raw = cu.cuDeviceGetName(256, device)
-        name: str = raw.split(b"\0", 1)[0].decode()
-        return name
-    except Exception:
-        return f"GPU {index}"
