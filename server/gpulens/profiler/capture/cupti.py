@@ -129,8 +129,10 @@ class _BufferSink:
 
 # the one buffer sink of the process (CUPTI keeps calling what was registered)
 _SINKS: list[_BufferSink] = []
-# the tables of this process's cupti-python build (one object: `learn` grows it)
-_TABLES: dict[str, Tables] = {}
+# the tables of this process's cupti-python build (one object: `learn` grows it) and its
+# libcupti, once opened
+_OPENED: list[tuple[Tables, Libcupti]] = []
+_OPENING = threading.Lock()
 
 
 def _learn_tables(key: str) -> Tables:
@@ -156,18 +158,23 @@ def _learn_tables(key: str) -> Tables:
 
 def _open() -> tuple[Tables, Libcupti]:
     """This process's tables and libcupti: from the user's cache where they are kept for the
-    cupti-python installed, else learnt from it."""
+    cupti-python installed, else learnt from it; found once per process (a library loaded
+    stays loaded: a cupti-python upgraded meanwhile is the next process's)."""
+    with _OPENING:  # the preload thread may be opening them right now
+        if not _OPENED:
+            _OPENED.append(_open_now())
+        return _OPENED[0]
+
+
+def _open_now() -> tuple[Tables, Libcupti]:
     key = cupti_tables.build_key()
     if key is None:
         raise CuptiUnavailable("cupti-python is not installed (pip install 'gpulens[cupti]')")
-    tables = _TABLES.get(key)
-    if tables is None:
-        tables = cupti_tables.read_cached(key)
-        loaded = loaded_path()
-        if tables is None or (loaded is not None and loaded != tables.libcupti):
-            # kept for another libcupti than the one this process already runs: learn anew
-            tables = _learn_tables(key)
-        _TABLES[key] = tables
+    tables = cupti_tables.read_cached(key)
+    loaded = loaded_path()
+    if tables is None or (loaded is not None and loaded != tables.libcupti):
+        # none kept, or kept for another libcupti than the one this process runs: learn anew
+        tables = _learn_tables(key)
     return tables, open_library(loaded_path() or tables.libcupti)
 
 
