@@ -1,14 +1,17 @@
-"""The session clock's rate, and a capture moved onto nanoseconds of Unix time.
+"""Clocks: a backend's onto Unix time, and CUPTI's records onto the lines'.
 
-A backend stamps its line events and records with its own clock. CUPTI's is Unix time in
-nanoseconds (CLOCK_REALTIME) until torch.profiler first runs in the process: Kineto then
-registers its own timestamp source with CUPTI (by default the CPU's cycle counter, about
-2.1 ticks per nanosecond on the H200 host), and it stays for the life of the process, for
-`cupti.get_timestamp` and every record alike. Placing records on lines needs one clock, not
-its unit, so the cell runs on that clock as it is; what needs nanoseconds (durations in
-seconds, torch's allocator history and NCCL's flight recorder, both in Unix time) is given
-them after the cell: the clock is read against `time.time_ns` before the cell and after it,
-and a clock that ran at another rate has every time moved onto Unix nanoseconds.
+A backend stamps its line events with its `clock`; where that clock ran at another rate
+than Unix nanoseconds, it is read against `time.time_ns` before the cell and after it and
+every time of the capture is moved onto Unix nanoseconds after the cell (`scale_between`:
+durations in seconds, torch's allocator history and NCCL's flight recorder, both in Unix
+time, need it).
+
+The CUPTI backend stamps lines with `time.time_ns` itself. CUPTI's records carry its own
+clock: Unix time in nanoseconds (CLOCK_REALTIME) until torch.profiler first runs in the
+process; Kineto then registers its own timestamp source with CUPTI (by default the CPU's
+cycle counter, about 2.1 ticks per nanosecond on the H200 host) for the life of the process.
+CUPTI's clock is read against Unix time as the cell begins and as it ends (`onto_unix`): the
+records stay as they are where it is Unix time, and are moved onto it where it is not.
 """
 
 from __future__ import annotations
