@@ -21,7 +21,13 @@ from gpulens.analysis.config import Config
 from gpulens.analysis.context import Context, Loop
 from gpulens.analysis.definitions import CONSTRUCTORS, Definitions, flat_statements
 from gpulens.analysis.function_results import CallSites, FunctionResultsMixin, Recording
-from gpulens.analysis.guards import device_test, is_few, leaves_loop, runs_once_per_period
+from gpulens.analysis.guards import (
+    device_test,
+    is_few,
+    leaves_loop,
+    narrowed_to_host,
+    runs_once_per_period,
+)
 from gpulens.analysis.incremental import CALLED, FunctionMemo
 from gpulens.analysis.model import Finding
 from gpulens.analysis.project import ModuleLinks, ProjectCall, ProjectView, portable
@@ -557,6 +563,13 @@ class _Walker(FunctionResultsMixin):
         if guard:
             loop.guarded = True  # type: ignore[union-attr]
         self.ctx.host_only += on_gpu is False
+        # `if isinstance(a, list):`: in the branch, `a` is a list (of tensors, maybe), not
+        # the one GPU array a caller passes on another path (a container of GPU values, a
+        # batch or a loss dict, stays what it is: its items are still on the GPU)
+        for name in narrowed_to_host(node.test):
+            held = self.evaluator.scope.lookup(name)
+            if held is not None and held.array_on_gpu:
+                self.bind(name, None)
         try:
             self.block(node.body)
         finally:
