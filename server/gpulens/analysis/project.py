@@ -218,9 +218,11 @@ class ModuleLinks:
                 if held is not None and held[1] is not None:
                     return [(held[0], f"{held[1]}.{attr}")]
                 resolved = self._resolved(func)
-                if resolved is None or resolved[1] is None:
+                if resolved is None:
                     return []
                 module, member = resolved
+                if member is None:
+                    return []
                 keys = _call_keys(module, member)
                 cls = self._resolved(receiver)
                 if cls is not None and cls[1] is not None and _is_class_name(cls):
