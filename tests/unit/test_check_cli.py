@@ -464,14 +464,14 @@ def test_fix_refuses_an_edit_that_breaks_the_file(
     # that offers one is put in place of the rules to drive the command's guard against it.
     from gpulens.analysis import walker
 
-    def breaking_walk(tree, source, config, memo=None, repaired=frozenset()):  # type: ignore[no-untyped-def]
+    def breaking_walk(tree, source, config, memo=None, repaired=frozenset(), **_):  # type: ignore[no-untyped-def]
         if not any(isinstance(n, ast.Call) for n in ast.walk(tree)):
-            return [], []
+            return [], [], ()
         edit = Edit(source.span(tree.body[0]), "def (:")
         bad = Finding(
             "GPU001", Severity.WARNING, "m", source.span(tree.body[0]), (Fix("t", (edit,)),)
         )
-        return [bad], []
+        return [bad], [], ()
 
     monkeypatch.setattr(walker, "walk_module", breaking_walk)
     path = write(tmp_path / "a.py", "f()\n")

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     import ast
 
     from gpulens.analysis.incremental import BlockParser, FunctionMemo
+    from gpulens.analysis.project import ProjectCall, ProjectView
     from gpulens.analysis.regions import Trace
 
 
@@ -25,6 +26,8 @@ class Analysis:
     # set when the text does not parse; the findings then cover the parts that do
     syntax_problem: SyntaxProblem | None = None
     notes: list[str] = field(default_factory=list)
+    # the calls the file makes into the other modules of its project (`ProjectView.record`)
+    calls: tuple[ProjectCall, ...] = ()
 
 
 @contextmanager
@@ -54,11 +57,14 @@ def analyze(
     *,
     blocks: BlockParser | None = None,
     memo: FunctionMemo | None = None,
+    project: ProjectView | None = None,
 ) -> Analysis:
     """Find GPU pitfalls in ``text``. Never raises for any string.
 
     ``blocks`` and ``memo`` carry what earlier versions of the same document computed
     (`DocumentAnalyzer` holds them); the result is the same with or without them.
+    ``project``: the file's module, and what the project's other modules pass its
+    functions (`project.ProjectIndex`).
     """
     from gpulens.analysis.incremental import BlockParser
 
@@ -66,7 +72,7 @@ def analyze(
         parser = blocks or BlockParser()
         tree, problem, repaired = parser.parse(text)
         source = SourceText(text, parser.lines)
-        return walk_parsed(tree, problem, repaired, source, config, memo=memo)
+        return walk_parsed(tree, problem, repaired, source, config, memo=memo, project=project)
 
 
 def walk_parsed(
@@ -78,15 +84,15 @@ def walk_parsed(
     *,
     memo: FunctionMemo | None = None,
     trace: Trace | None = None,
+    project: ProjectView | None = None,
 ) -> Analysis:
     """`analyze` of a text parsed already (``trace``: see `regions`)."""
     from gpulens.analysis.walker import walk_module
 
-    if trace is None:
-        findings, notes = walk_module(tree, source, config, memo, repaired)
-    else:
-        findings, notes = walk_module(tree, source, config, memo, repaired, trace=trace)
-    return Analysis(shown(findings, source, config), problem, notes)
+    findings, notes, calls = walk_module(
+        tree, source, config, memo, repaired, trace=trace, project=project
+    )
+    return Analysis(shown(findings, source, config), problem, notes, calls)
 
 
 def shown(findings: list[Finding], source: SourceText, config: Config) -> list[Finding]:

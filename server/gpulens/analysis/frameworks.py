@@ -432,6 +432,10 @@ ARRAY_API_HOST_FUNCTIONS = frozenset(
         "get_array_module",
         "next_fast_len",
         "prev_fast_len",
+        # types: `cp.dtype("f4")` is NumPy's dtype, `cp.finfo(x.dtype).eps` a Python float
+        "dtype",
+        "finfo",
+        "iinfo",
     }
 )
 # fields of a model's outputs that hold tensors (transformers' ModelOutput, diffusers'):

@@ -27,6 +27,7 @@ from gpulens.analysis.symbols import Kind, Scope, Value
 if TYPE_CHECKING:
     from gpulens.analysis.context import Context
     from gpulens.analysis.definitions import Definitions
+    from gpulens.analysis.project import ModuleLinks
     from gpulens.analysis.regions import Trace
     from gpulens.analysis.values import Evaluator
 
@@ -90,6 +91,7 @@ class FunctionResultsMixin:
     _file_key: tuple[object, ...] | None
     _shared_key: tuple[tuple[object, ...], tuple[object, ...]] | None
     trace: Trace | None
+    links: ModuleLinks | None  # where calls into the project's other modules go
 
     def walk_function(
         self, function: Function, enclosing: Scope, is_method: bool, sites: CallSites | None
@@ -349,8 +351,9 @@ class FunctionResultsMixin:
     def file_key(self) -> tuple[object, ...]:
         """What of the whole file any body may read, once per walk: its functions, classes,
         bases and methods (which of them a call reaches), the names it imports from its own
-        package (which framework a base class is), and whether it names Apple's GPU
-        (whose lack of float64 the accumulate fix heeds)."""
+        package (which framework a base class is), whether it names Apple's GPU
+        (whose lack of float64 the accumulate fix heeds), and where its calls into other
+        modules of its project go."""
         if self._file_key is None:
             definitions = self.definitions
             self._file_key = (
@@ -360,6 +363,7 @@ class FunctionResultsMixin:
                 tuple(sorted(definitions.duplicated)),
                 tuple(sorted(definitions.relatives)),
                 mentions_mps(self.ctx),
+                None if self.links is None else self.links.key,
             )
         return self._file_key
 

@@ -139,3 +139,20 @@ def device_test(test: ast.expr) -> bool | None:
                 return None  # `in ("cpu", "cuda")`: either
             return gpu if isinstance(op, ast.Eq | ast.In) else not gpu
     return None
+
+
+# builtin types whose objects live on the host: a list of tensors is no tensor
+_HOST_TYPES = frozenset({"list", "tuple", "dict", "set", "str", "bytes", "int", "float", "bool"})
+
+
+def narrowed_to_host(test: ast.expr) -> list[str]:
+    """The names a test proves hold Python containers or numbers where it holds:
+    `isinstance(a, list)`, `isinstance(x, (int, float))`, alone or in an `and`."""
+    match test:
+        case ast.BoolOp(op=ast.And(), values=values):
+            return [name for value in values for name in narrowed_to_host(value)]
+        case ast.Call(func=ast.Name(id="isinstance"), args=[ast.Name(id=name), types]):
+            kinds = types.elts if isinstance(types, ast.Tuple) else [types]
+            if kinds and all(isinstance(k, ast.Name) and k.id in _HOST_TYPES for k in kinds):
+                return [name]
+    return []

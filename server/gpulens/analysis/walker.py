@@ -21,9 +21,16 @@ from gpulens.analysis.config import Config
 from gpulens.analysis.context import Context, Loop
 from gpulens.analysis.definitions import CONSTRUCTORS, Definitions, flat_statements
 from gpulens.analysis.function_results import CallSites, FunctionResultsMixin, Recording
-from gpulens.analysis.guards import device_test, is_few, leaves_loop, runs_once_per_period
+from gpulens.analysis.guards import (
+    device_test,
+    is_few,
+    leaves_loop,
+    narrowed_to_host,
+    runs_once_per_period,
+)
 from gpulens.analysis.incremental import CALLED, FunctionMemo
 from gpulens.analysis.model import Finding
+from gpulens.analysis.project import ModuleLinks, ProjectCall, ProjectView, portable
 from gpulens.analysis.rules.registry import CHECKS
 from gpulens.analysis.source import SourceText
 from gpulens.analysis.symbols import (
@@ -54,20 +61,24 @@ def walk_module(
     repaired: frozenset[int] = frozenset(),
     *,
     trace: Trace | None = None,
-) -> tuple[list[Finding], list[str]]:
-    """Findings of ``tree``; ``memo`` replays function bodies of earlier versions, except
-    those holding ``repaired`` lines (parsed as other text than their own). ``trace``
-    keeps what the next version needs to walk only its target function (`regions`)."""
+    project: ProjectView | None = None,
+) -> tuple[list[Finding], list[str], tuple[ProjectCall, ...]]:
+    """Findings of ``tree``, and the calls it makes into the other modules of its
+    ``project``; ``memo`` replays function bodies of earlier versions, except those
+    holding ``repaired`` lines (parsed as other text than their own). ``trace`` keeps what
+    the next version needs to walk only its target function (`regions`)."""
     ctx = Context(source, config, tree)
     definitions = Definitions.of(tree)
-    walker = _Walker(ctx, memo, definitions, repaired, trace)
+    # the calls into other modules are resolved only where they are recorded for an index
+    links = ModuleLinks(tree, project) if project is not None and project.record else None
+    walker = _Walker(ctx, memo, definitions, repaired, trace, project=project, links=links)
     notes: list[str] = []
     try:
         walker.scope_body(tree.body)
     except RecursionError:
         # a pathological expression: walk what we can, one top-level statement at a time
         ctx = Context(source, config, tree)
-        walker = _Walker(ctx, None, definitions, repaired)
+        walker = _Walker(ctx, None, definitions, repaired, project=project, links=links)
         for statement in tree.body:
             try:
                 walker.scope_body([statement])
@@ -77,7 +88,7 @@ def walk_module(
         trace.walked(walker, notes)
     ctx.finish()
     walker.release()
-    return ctx.findings, notes
+    return ctx.findings, notes, walker.project_calls()
 
 
 class _Walker(FunctionResultsMixin):
@@ -88,6 +99,9 @@ class _Walker(FunctionResultsMixin):
         definitions: Definitions,
         repaired: frozenset[int],
         trace: Trace | None = None,
+        *,
+        project: ProjectView | None = None,
+        links: ModuleLinks | None = None,
     ) -> None:
         self.ctx = ctx
         self.trace = trace
@@ -110,6 +124,28 @@ class _Walker(FunctionResultsMixin):
         self._file_key: tuple[object, ...] | None = None
         self._shared_key: tuple[tuple[object, ...], tuple[object, ...]] | None = None
         self._texts: dict[int, str] = {}  # id of a function (alive for the walk) -> its source
+        # where the file's calls into the other modules of its project go, and what those
+        # modules pass its functions: a call from another file counts as one from this one
+        self.links = links
+        self._has_loops: dict[int, tuple[Function, bool]] = {}  # (the def kept: ids stay unique)
+        if project is not None:
+            for key, arguments, hot_call, guessed in project.incoming:
+                self.merge_call(_GUESSED + key if guessed else key, arguments, hot_call)
+
+    def project_calls(self) -> tuple[ProjectCall, ...]:
+        """The calls the walk saw into the project's other modules."""
+        calls = []
+        for key, sites in self.call_sites.items():
+            if key.startswith(_PROJECT):
+                module, _, name = key[len(_PROJECT) :].partition(":")
+                guessed = name.startswith(_GUESSED)
+                arguments = tuple(sorted(sites.arguments.items(), key=lambda a: str(a[0])))
+                calls.append(
+                    ProjectCall(
+                        module, name.removeprefix(_GUESSED), arguments, sites.hot_call, guessed
+                    )
+                )
+        return tuple(calls)
 
     def release(self) -> None:
         """Breaks the walker's cycle (its evaluator reads texts through it), so that a walk
@@ -527,6 +563,13 @@ class _Walker(FunctionResultsMixin):
         if guard:
             loop.guarded = True  # type: ignore[union-attr]
         self.ctx.host_only += on_gpu is False
+        # `if isinstance(a, list):`: in the branch, `a` is a list (of tensors, maybe), not
+        # the one GPU array a caller passes on another path (a container of GPU values, a
+        # batch or a loss dict, stays what it is: its items are still on the GPU)
+        for name in narrowed_to_host(node.test):
+            held = self.evaluator.scope.lookup(name)
+            if held is not None and held.array_on_gpu:
+                self.bind(name, None)
         try:
             self.block(node.body)
         finally:
@@ -822,16 +865,31 @@ class _Walker(FunctionResultsMixin):
         if isinstance(node.func, ast.Attribute) and self.evaluator.moves_to_gpu(node):
             self.ctx.facts.uses_gpu = True
         targets = self.call_targets(node.func)
+        foreign = False
+        if not targets and self.links is not None:
+            # a function or method of another module of the project
+            owner = self.evaluator.scope.enclosing_class()
+            targets = [
+                f"{_PROJECT}{module}:{key}"
+                for module, key in self.links.targets(
+                    node.func, self.ctx.function, owner.name if owner else None
+                )
+            ]
+            foreign = True
         if not targets:
             return
         arguments: list[tuple[int | str, Value | None]] = []
-        for index, argument in enumerate(node.args):
+        # `Base.method(self, x)` of another module: `x` is its first parameter
+        skip = 1 if foreign and self.links is not None and self.links.unbound(node) else 0
+        for index, argument in enumerate(node.args[skip:]):
             if isinstance(argument, ast.Starred):
                 break
             arguments.append((index, self.evaluator.value(argument)))
         for named in node.keywords:
             if named.arg is not None:
                 arguments.append((named.arg, self.evaluator.value(named.value)))
+        if foreign:
+            arguments = [(k, portable(v)) for k, v in arguments]
         loop = self.ctx.hot_loop
         # handed the item of a loop over the samples of some data (`f(x[i])` in `for i in
         # range(n)`): the callee runs per item, loops of its own or not
@@ -847,9 +905,12 @@ class _Walker(FunctionResultsMixin):
             # a guessed caller makes a guessed call
             guessed = self.ctx.likely and not target.startswith(_GUESSED)
             key = _GUESSED + target if guessed else target
+            if guessed and foreign:
+                module, _, name = target.partition(":")
+                key = f"{module}:{_GUESSED}{name}"
             hot_call = None
-            if loop is not None:
-                called = key.rsplit(".", 1)[-1]
+            if loop is not None and not (foreign and self.outer_level(loop)):
+                called = key.rpartition(":")[2].rsplit(".", 1)[-1].removeprefix(_GUESSED)
                 per_step = loop.per_step or loop.over_loader or loop.trains
                 hot_call = f"{_STEP_CALL if per_step else 'the loop that calls'} {called}()"
                 if not per_step and per_item:
@@ -857,6 +918,19 @@ class _Walker(FunctionResultsMixin):
             for recording in self._recordings:
                 recording.calls.append((key, tuple(arguments), hot_call))
             self.merge_call(key, tuple(arguments), hot_call)
+
+    def outer_level(self, loop: Loop) -> bool:
+        """Whether ``loop`` is a function's own body, run per item of its caller's loop,
+        where the function has loops of its own: those are its hot loops, and what it calls
+        outside them runs once per outer item (a run of a solver, a reconstruction), not
+        per step. Said of calls into other modules, whose own files cannot tell."""
+        function = self.ctx.function
+        if function is None or loop.node is not function or loop.per_step:
+            return False
+        has_loop = self._has_loops.get(id(function))
+        if has_loop is None:
+            has_loop = self._has_loops[id(function)] = (function, _has_loop(function.body))
+        return has_loop[1]
 
     def call_targets(self, func: ast.expr) -> list[str]:
         """The keys of the file's functions and methods a call of ``func`` may run."""
@@ -961,6 +1035,8 @@ _TRAINS = re.compile(r"\.backward\s*\(|(?<![.\w])next\s*\(")
 _BACKWARD = re.compile(r"\.backward\s*\(")
 # the mark of a call recorded on a guess of what it reaches
 _GUESSED = "?"
+# the mark of a call into another module of the project (`>pkg.mod:Class.method`)
+_PROJECT = ">"
 _LOADER_KINDS = (Kind.LOADER, Kind.DEVICE_LOADER)
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 # context managers that time what runs inside them

@@ -17,6 +17,7 @@ from typing import Any
 from gpulens.analysis import Analysis, Config, Finding, analyze, analyze_cells
 from gpulens.analysis.edits import fix_until_stable, line_break_of
 from gpulens.analysis.encoding import SourceDecodeError, decode_source
+from gpulens.analysis.project import ProjectCall, ProjectView
 from gpulens.analysis.source import SyntaxProblem
 
 
@@ -31,6 +32,8 @@ class Job:
     # saved profiles of this file (`gpulens profile -o`, a `%%gpulens` output): their figures
     # are merged into the findings (`profiler.measured`)
     profiles: tuple[dict[str, Any], ...] = ()
+    # the file's module and what the project's other modules pass its functions
+    project: ProjectView | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +53,7 @@ class FileResult:
     notes: list[str] = field(default_factory=list)
     fixed: int = 0
     fixed_text: str | None = None  # the fixed stdin text, printed instead of written
+    calls: tuple[ProjectCall, ...] = ()  # into the project's other modules (`Job.project`)
 
 
 def check_file(job: Job) -> FileResult:
@@ -87,11 +91,14 @@ class _Decoded:
 
 def _check_python(job: Job, result: FileResult) -> None:
     decoded = _decode(job)
-    analysis = analyze(decoded.text, job.config)
+    analysis = analyze(decoded.text, job.config, project=job.project)
+    result.calls = analysis.calls
     shown = decoded.text  # the text the findings are of
     if job.fix:
         outcome = fix_until_stable(
-            [decoded.text], [analysis], lambda texts: [analyze(texts[0], job.config)]
+            [decoded.text],
+            [analysis],
+            lambda texts: [analyze(texts[0], job.config, project=job.project)],
         )
         (text,), (fixed,), count = outcome.texts, outcome.analyses, outcome.fixed
         if outcome.rejected:

@@ -257,7 +257,7 @@ def _check(args: argparse.Namespace) -> int:
     jobs = _with_profiles(jobs, _load_profiles(args.profile))
     if not jobs and not found.problems:
         print("warning: no Python files or notebooks found under the given paths", file=sys.stderr)
-    results = run_jobs(jobs)
+    results = run_project(jobs)
     return _report(results, args, sys.stdout, unreadable=len(found.problems))
 
 
@@ -373,6 +373,37 @@ def _profiled_job(jobs: Sequence[Job], payload: dict[str, Any]) -> int | None:
         i for i, job in enumerate(jobs) if not job.notebook and Path(job.path).name == target.name
     ]
     return named[0] if len(named) == 1 else None
+
+
+def run_project(jobs: Sequence[Job]) -> list[FileResult]:
+    """`run_jobs`, where each Python file is analysed knowing what the other files checked
+    with it pass its functions (`analysis.project.settle`). With --fix, the fixes are made
+    in a last round, once every call is known."""
+    from gpulens.analysis.project import ProjectView, module_name, settle
+
+    linked = {
+        job.path: index for index, job in enumerate(jobs) if not job.notebook and job.absolute
+    }
+    if len(linked) < 2:
+        return run_jobs(jobs)
+    modules = {path: module_name(Path(jobs[i].absolute or path)) for path, i in linked.items()}
+
+    def walk(batch: Sequence[tuple[str, ProjectView]]) -> list[FileResult]:
+        return run_jobs([replace(jobs[linked[p]], fix=False, project=v) for p, v in batch])
+
+    views, walked = settle(modules, walk, lambda result: result.calls)
+    if any(job.fix for job in jobs):
+        return run_jobs(
+            [
+                replace(job, project=replace(views[job.path], record=False))
+                if job.path in views
+                else job
+                for job in jobs
+            ]
+        )
+    others = [i for i, job in enumerate(jobs) if job.path not in linked]
+    results = dict(zip(others, run_jobs([jobs[i] for i in others]), strict=True))
+    return [walked[job.path] if job.path in linked else results[i] for i, job in enumerate(jobs)]
 
 
 def run_jobs(jobs: Sequence[Job], workers: int | None = None) -> list[FileResult]:

@@ -6,6 +6,10 @@ program does, so that "Fix all" must leave them alone: `# quick-fix only: GPU003
 
 Every other line must have none. Fixes are applied one at a time and must keep the file
 valid Python, make their finding go away, and be idempotent through fix-all.
+
+A folder under cases/projects/ is one package: its files are checked together, as
+`gpulens check` checks the files it is given, each knowing what the others pass its
+functions (`analysis.project`); each file's annotations are matched as above.
 """
 
 from __future__ import annotations
@@ -17,11 +21,14 @@ from pathlib import Path
 
 import pytest
 
-from gpulens.analysis import DEFAULT_CONFIG, Severity, analyze
+from gpulens.analysis import DEFAULT_CONFIG, Analysis, Severity, analyze
 from gpulens.analysis.edits import apply_edits, fix_all_edits
+from gpulens.analysis.project import ProjectView, module_name, settle
 
 CASES_DIR = Path(__file__).parent / "cases"
-CASES = sorted(CASES_DIR.glob("**/*.py"))
+PROJECTS_DIR = CASES_DIR / "projects"
+PROJECTS = sorted(p for p in PROJECTS_DIR.iterdir() if p.is_dir())
+CASES = sorted(p for p in CASES_DIR.glob("**/*.py") if PROJECTS_DIR not in p.parents)
 CODES = r"(?P<codes>GPU\d{3}(?:\s*,\s*GPU\d{3})*)"
 EXPECT = re.compile(r"#\s*expect:\s*" + CODES)
 HINT = re.compile(r"#\s*hint:\s*" + CODES)
@@ -63,9 +70,31 @@ def test_findings_match_annotations(path: Path) -> None:
     text = path.read_text()
     # checked as the project would check it: a file under cases/tests/ is a test file
     config = DEFAULT_CONFIG.for_file(path.relative_to(CASES_DIR))
-    actual = Counter(
-        (f.span.line, f.code, f.severity is Severity.HINT) for f in analyze(text, config).findings
-    )
+    assert_annotations_match(path, text, analyze(text, config))
+
+
+def project_analyses(folder: Path) -> dict[Path, Analysis]:
+    """Each file of a case project, analysed with what the others pass its functions."""
+    files = sorted(folder.glob("**/*.py"))
+    texts = {str(p): p.read_text() for p in files}
+
+    def walk(batch: list[tuple[str, ProjectView]]) -> list[Analysis]:
+        return [analyze(texts[path], DEFAULT_CONFIG, project=view) for path, view in batch]
+
+    _, analyses = settle({str(p): module_name(p) for p in files}, walk, lambda a: a.calls)
+    return {Path(path): analysis for path, analysis in analyses.items()}
+
+
+@pytest.mark.parametrize("folder", PROJECTS, ids=lambda p: p.name)
+def test_project_findings_match_annotations(folder: Path) -> None:
+    analyses = project_analyses(folder)
+    assert analyses
+    for path, analysis in analyses.items():
+        assert_annotations_match(path, path.read_text(), analysis)
+
+
+def assert_annotations_match(path: Path, text: str, analysis: Analysis) -> None:
+    actual = Counter((f.span.line, f.code, f.severity is Severity.HINT) for f in analysis.findings)
     missing = expected(text) - actual
     extra = actual - expected(text)
     lines = text.splitlines()
@@ -82,7 +111,7 @@ def test_findings_match_annotations(path: Path) -> None:
         f"at {line + 1}: {lines[line].strip()}"
         for line, code, hint in extra
     ]
-    assert not report, "\n".join(report)
+    assert not report, f"{path.name}:\n" + "\n".join(report)
 
 
 @pytest.mark.parametrize("path", CASES, ids=lambda p: p.stem)

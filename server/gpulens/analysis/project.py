@@ -1,0 +1,359 @@
+"""Calls between the modules of one project: which functions and methods of a module the
+project's other modules call, with what, and from where (a loop, a training step, per item).
+
+A file's walk resolves the calls it makes into the project's other modules from its imports
+(`ModuleLinks`: `from . import phaser` … `phas = phaser.Phaser(cfg)` … `phas.run_iteration(i)`)
+and records each as a `ProjectCall`. A `ProjectIndex` gathers them per called module; the
+next walk of that module starts from what its callers pass, as it does for calls within one
+file (`Incoming`). Everything is read from the text: no code runs. The index is built apart
+from any one file's analysis (the CLI's rounds, the language server's saves), which only
+reads it.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TypeVar
+
+from gpulens.analysis.symbols import Kind, Value
+
+Arguments = tuple[tuple[int | str, Value | None], ...]
+# what callers in other modules pass one function or method: its key in the module ("f",
+# "Class.method"), the arguments, the loop that calls it (None: not in a loop), and whether
+# every call reaches it only through a guess
+Incoming = tuple[tuple[str, Arguments, str | None, bool], ...]
+
+# values that mean the same in another module: a def of the caller's file does not
+_PORTABLE = frozenset({Kind.GPU, Kind.GPU_MODULE, Kind.HOST})
+# classmethods that build an object of their class (`Projection.from_config(cfg, n)`)
+_CONSTRUCTOR_PREFIXES = ("from_", "create", "build", "load")
+
+
+@dataclass(frozen=True, slots=True)
+class ProjectCall:
+    """A call a module makes into another module of its project."""
+
+    module: str  # the called module, dotted (`cuphaser.phaser`)
+    key: str  # the function or method called: "f", "Class.method"
+    arguments: Arguments
+    hot_call: str | None  # how messages name the loop around the call; None: no loop
+    guessed: bool = False  # the caller is reached only through a guess
+
+
+@dataclass(frozen=True, slots=True)
+class ProjectView:
+    """What one file's walk knows of its project: its module's dotted name, and the calls
+    the other modules make into it."""
+
+    module: str
+    is_package: bool = False  # an `__init__.py`: relative imports start at the module itself
+    incoming: Incoming = ()
+    # resolve and record the calls the file makes into the other modules (for an index;
+    # the analysis a user waits for only reads ``incoming``)
+    record: bool = False
+
+
+def portable(value: Value | None) -> Value | None:
+    """The part of a value that means the same in another module (where the device is, not
+    which def of the caller's file made it)."""
+    if value is None or value.kind not in _PORTABLE:
+        return None
+    if value.kind is Kind.GPU and (value.guessed or not value.exact):
+        # only one array known to be on the GPU crosses: a batch, a list or a tuple of
+        # tensors is read by the callee as it chooses (`isinstance(a, list)`), and a guess
+        # in the caller's file is no evidence in the callee's
+        return None
+    return value if value.origin is None else replace(value, origin=None)
+
+
+def module_name(path: Path) -> tuple[str, bool]:
+    """The dotted name a file is imported by, found from the packages around it (folders
+    with an `__init__.py`), and whether it is a package's `__init__.py`."""
+    path = path.resolve()
+    parts = [] if path.stem == "__init__" else [path.stem]
+    folder = path.parent
+    while (folder / "__init__.py").is_file():
+        parts.append(folder.name)
+        if folder.parent == folder:
+            break
+        folder = folder.parent
+    if not parts:
+        parts = [path.parent.name or path.stem]
+    return ".".join(reversed(parts)), path.stem == "__init__"
+
+
+# --- resolving a file's calls into its project ----------------------------------------------
+
+Function = ast.FunctionDef | ast.AsyncFunctionDef
+# where a name leads: a module of the project, or a name in one (`("pkg.mod", "f")`)
+Target = tuple[str, str | None]
+
+
+class ModuleLinks:
+    """What a file's names lead to in its project's other modules, read from its imports
+    and its assignments (`x = mod.Class(...)`, `self.proj = Projection.from_config(...)`)."""
+
+    __slots__ = ("_attributes", "_locals", "module", "names", "package_top")
+
+    def __init__(self, tree: ast.Module, view: ProjectView) -> None:
+        self.module = view.module
+        self.package_top = view.module.split(".", 1)[0]
+        package = view.module if view.is_package else view.module.rpartition(".")[0]
+        self.names: dict[str, Target] = {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.asname:
+                        self._link(alias.asname, (alias.name, None))
+                    else:
+                        top = alias.name.split(".", 1)[0]
+                        self._link(top, (top, None))
+            elif isinstance(node, ast.ImportFrom):
+                base = _absolute(node, package)
+                if base is None:
+                    continue
+                for alias in node.names:
+                    if alias.name != "*":
+                        self._link(alias.asname or alias.name, (base, alias.name))
+        # per class, the objects its methods keep on self; per function, in its names
+        self._attributes: dict[str, dict[str, Target]] = {}
+        self._locals: dict[int, dict[str, Target]] = {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef):
+                kept: dict[str, Target] = {}
+                for method in node.body:
+                    if isinstance(method, ast.FunctionDef | ast.AsyncFunctionDef):
+                        for name, target in self._assigned(method).items():
+                            if name.startswith("self."):
+                                _keep(kept, name[5:], target)
+                if kept:
+                    self._attributes[node.name] = kept
+
+    def _link(self, local: str, target: Target) -> None:
+        if target[0].split(".", 1)[0] == self.package_top:
+            self.names[local] = target
+        else:
+            self.names.pop(local, None)  # rebound to a library
+
+    @property
+    def key(self) -> tuple[object, ...]:
+        """What of the file the links depend on, for keys of results kept across versions."""
+        return (
+            self.module,
+            tuple(sorted(self.names.items(), key=lambda item: item[0])),
+            tuple(sorted((c, tuple(sorted(a.items()))) for c, a in self._attributes.items())),
+        )
+
+    def _assigned(self, function: Function) -> dict[str, Target]:
+        """The names (and `self.x` attributes) a function binds to objects of the project's
+        classes; a name bound to two different things is left out."""
+        found = self._locals.get(id(function))
+        if found is not None:
+            return found
+        found = self._locals[id(function)] = {}
+        for node in ast.walk(function):
+            if isinstance(node, ast.Assign) and len(node.targets) == 1:
+                made = self._made_by(node.value, found)
+                target = node.targets[0]
+                name = (
+                    target.id
+                    if isinstance(target, ast.Name)
+                    else f"self.{target.attr}"
+                    if isinstance(target, ast.Attribute)
+                    and isinstance(target.value, ast.Name)
+                    and target.value.id == "self"
+                    else None
+                )
+                if name is not None and made is not None:
+                    _keep(found, name, made)
+        return found
+
+    def _made_by(self, value: ast.expr, local: Mapping[str, Target]) -> Target | None:
+        """The class whose object ``value`` builds or names: `mod.Class(...)`,
+        `Class.from_config(...)`, a name bound to one."""
+        match value:
+            case ast.Call(func=ast.Attribute(value=owner, attr=attr)) if attr.startswith(
+                _CONSTRUCTOR_PREFIXES
+            ):
+                cls = self._resolved(owner)
+                return cls if _is_class_name(cls) else None
+            case ast.Call(func=func):
+                cls = self._resolved(func)
+                return cls if _is_class_name(cls) else None
+            case ast.Name(id=name) if name in local:
+                return local[name]
+        return None
+
+    def _resolved(self, node: ast.expr) -> Target | None:
+        """Where a dotted name leads: `phaser.Phaser` -> ("pkg.phaser", "Phaser")."""
+        parts: list[str] = []
+        while isinstance(node, ast.Attribute):
+            parts.append(node.attr)
+            node = node.value
+        if not isinstance(node, ast.Name) or node.id not in self.names:
+            return None
+        module, member = self.names[node.id]
+        path = [*([member] if member else []), *reversed(parts)]
+        if not path:
+            return (module, None)
+        # `from pkg import mod` then `mod.f`: a module's member (a name of `pkg` itself only
+        # when it is called directly)
+        return (".".join([module, *path[:-1]]), path[-1])
+
+    def targets(self, func: ast.expr, function: Function | None, owner: str | None) -> list[Target]:
+        """The functions and methods of other modules of the project a call of ``func``,
+        in ``function`` (a method of class ``owner``), may run: (module, key)."""
+        local = self._assigned(function) if function is not None else {}
+        match func:
+            case ast.Name(id=name) if name in self.names:
+                module, member = self.names[name]
+                if member is None:
+                    return []
+                return _call_keys(module, member)
+            case ast.Attribute(value=receiver, attr=attr):
+                held = self._object_of(receiver, local, owner)
+                if held is not None and held[1] is not None:
+                    return [(held[0], f"{held[1]}.{attr}")]
+                resolved = self._resolved(func)
+                if resolved is None:
+                    return []
+                module, member = resolved
+                if member is None:
+                    return []
+                keys = _call_keys(module, member)
+                cls = self._resolved(receiver)
+                if cls is not None and cls[1] is not None and _is_class_name(cls):
+                    keys.append((cls[0], f"{cls[1]}.{attr}"))  # `Class.method(...)`
+                return keys
+        return []
+
+    def unbound(self, call: ast.Call) -> bool:
+        """`Base.method(self, x)`: a method called through its class, with the object as
+        its first argument (which the callee's parameters do not count)."""
+        match call:
+            case ast.Call(func=ast.Attribute(value=receiver), args=[ast.Name(id="self"), *_]):
+                return _is_class_name(self._resolved(receiver))
+        return False
+
+    def _object_of(
+        self, receiver: ast.expr, local: Mapping[str, Target], owner: str | None
+    ) -> Target | None:
+        match receiver:
+            case ast.Name(id=name) if name in local:
+                return local[name]
+            case ast.Attribute(value=ast.Name(id="self"), attr=attr) if owner is not None:
+                return self._attributes.get(owner, {}).get(attr)
+        return None
+
+
+def _keep(found: dict[str, Target], name: str, target: Target) -> None:
+    if found.get(name, target) != target:
+        found[name] = ("", None)  # two classes: unknown which
+    else:
+        found[name] = target
+
+
+def _is_class_name(target: Target | None) -> bool:
+    return target is not None and bool(target[0]) and (target[1] or "")[:1].isupper()
+
+
+def _call_keys(module: str, member: str) -> list[Target]:
+    """What calling `member` of `module` runs: the function, or the class's constructor
+    (which of the two the callee's file says); a module `module.member` has neither."""
+    return [(module, member), (module, f"{member}.__init__")]
+
+
+def _absolute(node: ast.ImportFrom, package: str) -> str | None:
+    """The module a `from … import` names, relative ones resolved from ``package``."""
+    if not node.level:
+        return node.module
+    parts = package.split(".") if package else []
+    if node.level - 1 > len(parts):
+        return None
+    base = parts[: len(parts) - (node.level - 1)]
+    if node.module:
+        base.append(node.module)
+    return ".".join(base) or None
+
+
+# --- the index -----------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class ProjectIndex:
+    """The calls each module of a project receives from the others, gathered from the
+    files' walks (the latest walk of each file counts)."""
+
+    modules: dict[str, tuple[str, bool]] = field(default_factory=dict)  # path -> module
+    _calls: dict[str, tuple[ProjectCall, ...]] = field(default_factory=dict)  # path -> calls
+
+    def view(self, path: str) -> ProjectView:
+        """What a walk of ``path`` reads of the project."""
+        module, is_package = self.modules[path]
+        return ProjectView(module, is_package, self.incoming(module))
+
+    def record(self, path: str, calls: Iterable[ProjectCall]) -> bool:
+        """The calls the latest walk of ``path`` made; whether they changed."""
+        module = self.modules[path][0]
+        kept = tuple(c for c in calls if c.module != module and _informs(c))
+        changed = self._calls.get(path, ()) != kept
+        self._calls[path] = kept
+        return changed
+
+    def incoming(self, module: str) -> Incoming:
+        """What the other modules pass the functions of ``module``: each distinct call, in
+        a stable order (the walk merges them as it merges a file's own calls)."""
+        found = {
+            (call.key, call.arguments, call.hot_call, call.guessed)
+            for calls in self._calls.values()
+            for call in calls
+            if call.module == module
+        }
+        return tuple(sorted(found, key=repr))
+
+
+# how often the files called from other files are walked again with what their callers pass
+# them: each round follows the calls one module further (a loop in a script, the method it
+# calls, the helpers that method calls in a third module)
+ROUNDS = 3
+
+Result = TypeVar("Result")
+
+
+def settle(
+    modules: Mapping[str, tuple[str, bool]],
+    walk: Callable[[Sequence[tuple[str, ProjectView]]], Sequence[Result]],
+    calls_of: Callable[[Result], Iterable[ProjectCall]],
+) -> tuple[dict[str, ProjectView], dict[str, Result]]:
+    """Walks every file of ``modules`` (path -> its module), then again each file whose
+    callers in the other files pass something new, a few rounds at most. ``walk`` walks a
+    batch of files, each with its view of the project, in order. Returns each file's last
+    view (with what the others pass it) and the result of its last walk."""
+    index = ProjectIndex(dict(modules))
+    views = {path: ProjectView(*module, (), True) for path, module in modules.items()}
+    results = dict(zip(views, walk(list(views.items())), strict=True))
+    for _ in range(ROUNDS):
+        for path, result in results.items():
+            index.record(path, calls_of(result))
+        again = []
+        for path, last in views.items():
+            view = replace(index.view(path), record=True)
+            if view != last:
+                views[path] = view
+                again.append((path, view))
+        if not again:
+            break
+        results.update(zip((p for p, _ in again), walk(again), strict=True))
+    return views, results
+
+
+def _informs(call: ProjectCall) -> bool:
+    """A call that tells the callee something: made in a loop, or passing a known value.
+    A call the caller's file makes only on a guess (from a body walked because a guess
+    reached it) is none: the callee's own findings would all become guesses."""
+    if call.guessed:
+        return False
+    return call.hot_call is not None or any(v is not None for _, v in call.arguments)
