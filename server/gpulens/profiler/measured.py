@@ -25,6 +25,7 @@ Suppression comments and the rule selection apply to the profile's findings as t
 from __future__ import annotations
 
 import difflib
+from bisect import bisect_right
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
@@ -155,6 +156,7 @@ def merge_measured(
     if not measured:
         return [Merged(f, ORIGIN_ANALYSIS, False) for f in findings]
     merged: list[Merged] = []
+    keys: list[tuple[int, int, str, str]] = []  # each one's place in the order shown
     touching: list[Finding] = []  # the findings on measured lines
     for finding in findings:
         span = finding.span
@@ -167,9 +169,11 @@ def merge_measured(
             merged.append(_confirmed(finding, measured))
         else:
             merged.append(Merged(finding, ORIGIN_ANALYSIS, False))
+        keys.append((span.line, span.column, finding.code, ORIGIN_ANALYSIS))
     if lines is None:
         lines = split_lines(text)
     speaking = _work_spoken_of(touching)
+    added: list[Merged] = []  # the profile's own findings
     if probe is None:
         probe = GpuProbe(text, program=program)  # parses the text once, if a line needs it
     for line, facts in sorted(measured.items()):
@@ -185,11 +189,30 @@ def merge_measured(
         )
         for finding in found:
             if config.enabled(finding.code) and not _suppressed(finding, lines):
-                merged.append(Merged(finding, ORIGIN_PROFILE, True))
-    # (position, code, origin), as plain values: comparing `Span.start`s cost ten times more
-    merged.sort(
-        key=lambda m: (m.finding.span.line, m.finding.span.column, m.finding.code, m.origin)
-    )
+                added.append(Merged(finding, ORIGIN_PROFILE, True))
+    return _in_order(merged, keys, added)
+
+
+def _in_order(
+    merged: list[Merged], keys: list[tuple[int, int, str, str]], added: list[Merged]
+) -> list[Merged]:
+    """``merged`` (the analysis's findings, whose places are ``keys``) and ``added`` sorted
+    by position, code and origin, as a stable sort of the two gives. The analysis's come
+    sorted already (then the few added are put in place), but not from every caller."""
+    if any(keys[i] > keys[i + 1] for i in range(len(keys) - 1)):
+        both = [*merged, *added]
+        both.sort(
+            key=lambda m: (m.finding.span.line, m.finding.span.column, m.finding.code, m.origin)
+        )
+        return both
+    for item in sorted(
+        added, key=lambda m: (m.finding.span.line, m.finding.span.column, m.finding.code)
+    ):
+        span = item.finding.span
+        key = (span.line, span.column, item.finding.code, item.origin)
+        at = bisect_right(keys, key)
+        keys.insert(at, key)
+        merged.insert(at, item)
     return merged
 
 

@@ -61,7 +61,7 @@ def parsed_text(text: str, analyzer: DocumentAnalyzer) -> ParsedText | None:
 class _BlockFacts:
     """What a probe reads of a block wherever it stands."""
 
-    imports: Imports
+    imports: Imports | None  # None: it imports nothing
     simple: bool  # holds a top-level statement the probe keeps (not a def, a loop, an if)
 
 
@@ -92,9 +92,10 @@ class ProbeMemo:
                 found = facts.get(text) or self._facts.get(text)
                 if found is None:
                     simple = any(not is_compound(statement) for statement in tree.body)
-                    found = _BlockFacts(imports_of(tree), simple)
+                    read = imports_of(tree)
+                    found = _BlockFacts(None if read == _NO_IMPORTS else read, simple)
                 facts[text] = found
-                if found.imports != _NO_IMPORTS:
+                if found.imports is not None:
                     imports = imports.then(found.imports)
                 if found.simple:
                     kept.append((first, text))
