@@ -11,6 +11,11 @@ and keeps each line's answer under everything it depends on: the block holding t
 those), what the program imports, the number of lines and the codes asked. A keystroke into
 another function asks nothing again; an edit of the profiled cell probes its lines again.
 The answers are the ones a `GpuProbe` of the text gives (tests compare them over edits).
+Where the analysis found a syntax error the probe finds nothing, as a `GpuProbe`, whose
+parse then fails, does. The analysis reads a text block by block and takes a statement
+running over more than nine lines that start at column 0 for an error where `ast.parse`
+does not: only there does a sync only the profile shows come without the fix a `GpuProbe`
+would find.
 """
 
 from __future__ import annotations
