@@ -1,7 +1,7 @@
 """Language-server latency as an editor feels it, through a plain stdio client.
 
     .venv/bin/python benchmarks/lsp_latency.py [--starts 7] [--keystrokes 82] [--seed 0]
-                                               [--compare SERVER_DIR]
+                                               [--compare SERVER_DIR] [--typing-only]
 
 Drives `python -P -m gpulens serve` over stdio with a JSON-RPC client of its own (framing
 and `json` only, so the client's own decoding costs nothing measurable), and prints:
@@ -18,6 +18,11 @@ and `json` only, so the client's own decoding costs nothing measurable), and pri
   -> the first publishDiagnostics for that version or a later one (the editor shows the
   later one), p50 and p95, on a 2,000-line file with ~400 findings (target p95 <= 100 ms)
   and on a ~1.95 MB file (target p95 <= 300 ms), with the server's own debounce;
+- the same typing into each file once it carries profiles, as after "Profile cell": two
+  recorded profiles (`tests/fixtures/profiler`: the demo's training cell on an H200, whose
+  `.item()` the analysis finds, and a loop whose sync only the profile shows) shown with
+  `gpulens.showProfile` on cells appended to the file, so every analysis merges their
+  measured lines; p50, p95 and the ratio to the same file without them;
 - codeAction on a finding of the 2,000-line file, p50 and p95;
 - anchors measured in the same run: `analyze()` from scratch on the 2,000-line file in this
   process (the machine's speed now), and the load average.
@@ -25,7 +30,7 @@ and `json` only, so the client's own decoding costs nothing measurable), and pri
 `--compare SERVER_DIR` measures another gpulens beside this one in the same run (e.g. an
 older version: `git archive <rev> server | tar -x -C /tmp/before`, then
 `--compare /tmp/before/server`): its servers run from copies of that folder, built the
-same two ways.
+same two ways. `--typing-only` leaves out the starts (and the codeAction rounds stay).
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -106,6 +112,13 @@ TYPED = "print(loss.detach().cpu().numpy(), total)"
 LARGE_CHARS = 1_950_000  # under the server's 2,000,000-character limit
 # after the last keystroke, how long diagnostics of its version may take to come
 SETTLE_S = 120
+REPO = Path(__file__).resolve().parents[1]
+PROFILES = REPO / "tests" / "fixtures" / "profiler"
+# the cells a profiled file ends with: a recorded loop whose `x` comes from elsewhere (the
+# analysis cannot tell its device; the profile measured it waiting for the GPU) and the
+# demo's training cell (as `gpulens profile --cell 3` saved it on an H200)
+DEMO_PAYLOAD = "demo_cell3_h200_payload.json"
+SYNC_RECORDING = "item_sync_cupti"
 
 
 def generated_file(lines: int = 0, chars: int = 0) -> str:
@@ -119,6 +132,22 @@ def generated_file(lines: int = 0, chars: int = 0) -> str:
         size += len(block)
         n += 1
     return "".join(parts)
+
+
+def profiled_file(text: str) -> tuple[str, list[dict[str, Any]]]:
+    """``text`` with the two profiled cells appended, and their profiles as a client hands
+    them to `gpulens.showProfile` (each matched to the file by its recorded source)."""
+    import gzip
+
+    from gpulens.profiler.recorded import replay
+
+    demo = json.loads((PROFILES / DEMO_PAYLOAD).read_text(encoding="utf-8"))
+    with gzip.open(PROFILES / f"{SYNC_RECORDING}.json.gz", "rt", encoding="utf-8") as handle:
+        recording = json.load(handle)
+    sync = json.loads(json.dumps(replay(recording, SYNC_RECORDING)))
+    # the loop first: after the demo's cell its `x` would be known to be on the GPU
+    cells = "# %%\n" + recording["source"] + "\n" + "".join(f"{line}\n" for line in demo["code"])
+    return f"{text}\n{cells}", [demo, sync]
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -136,6 +165,7 @@ class Document:
     answered: dict[int, float] = field(default_factory=dict)  # version -> latency (s)
     published: int = 0  # the newest version published
     count: int = -1  # diagnostics in the newest publication
+    measured: int = 0  # of which carry a profile's figures
     arrived: asyncio.Event = field(default_factory=asyncio.Event)
 
 
@@ -228,6 +258,9 @@ class Client:
                 )
             document.published = max(document.published, version)
             document.count = len(params["diagnostics"])
+            document.measured = sum(
+                "in the last profile" in d.get("message", "") for d in params["diagnostics"]
+            )
             document.arrived.set()
 
     async def initialize(self, began: float) -> float:
@@ -270,6 +303,25 @@ class Client:
                 "contentChanges": [{"range": {"start": start, "end": end}, "text": text}],
             },
         )
+
+    async def show_profile(self, uri: str, payload: dict[str, Any]) -> None:
+        """`gpulens.showProfile`: ``payload`` drawn on the open document, as a client that
+        hands the server a saved profile does."""
+        params = {"command": "gpulens.showProfile", "arguments": [{"uri": uri, "payload": payload}]}
+        await self.request("workspace/executeCommand", params)
+
+    async def measured(self, uri: str, timeout: float = 120) -> int:
+        """Waits for a publication that carries a profile's figures; how many it carries."""
+        document = self.documents[uri]
+        deadline = time.perf_counter() + timeout
+        while not document.measured:
+            document.arrived.clear()
+            remaining = deadline - time.perf_counter()
+            if remaining <= 0:
+                raise TimeoutError(f"no profile's figures published for {uri}")
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(document.arrived.wait(), remaining)
+        return document.measured
 
     async def published(self, uri: str, version: int, timeout: float = 120) -> None:
         document = self.documents[uri]
@@ -337,11 +389,22 @@ def typing_script(text: str, keystrokes: int) -> tuple[int, list[tuple[str, int]
 
 
 async def typing_latencies(
-    client: Client, uri: str, text: str, keystrokes: int, rng: random.Random
+    client: Client,
+    uri: str,
+    text: str,
+    keystrokes: int,
+    rng: random.Random,
+    *,
+    profiles: Sequence[dict[str, Any]] = (),
 ) -> tuple[list[float], int]:
-    """Latencies of each keystroke typed into ``text``, and the findings published first."""
+    """Latencies of each keystroke typed into ``text``, and the findings published first
+    (with ``profiles`` shown on it first, once their figures are published)."""
     document = client.open(uri, text)
     await client.published(uri, 1)
+    for payload in profiles:
+        await client.show_profile(uri, payload)
+    if profiles:
+        await client.measured(uri)
     findings = document.count
     line, strokes = typing_script(text, keystrokes)
     indent = " " * strokes[0][1]
@@ -395,11 +458,38 @@ def anchor_analyze_s(text: str, rounds: int = 5) -> float:
 Row = tuple[str, float, float | None]
 
 
+def start_rows(
+    rows: Table,
+    builds: dict[tuple[str, bool], dict[str, str]],
+    theirs: list[float],
+    ours: dict[tuple[str, bool], list[float]],
+    firsts: dict[tuple[str, bool], list[float]],
+) -> None:
+    bare_median = statistics.median(theirs)
+    rows.append(("start -> initialize answered, bare pygls server, median", bare_median, None))
+    for build in builds:
+        name = build_name(*build)
+        median = statistics.median(ours[build])
+        rows.append((f"start -> initialize answered, {name}, median", median, None))
+        rows.append(
+            (f"start: {name} over bare pygls (ratio of medians)", median / bare_median, 1.2)
+        )
+        rows.append(
+            (
+                f"didOpen -> first diagnostics, 2,000 lines, {name}, median",
+                statistics.median(firsts[build]),
+                0.300,
+            )
+        )
+
+
 def build_name(label: str, bytecode: bool) -> str:
     return label if bytecode else f"{label} from source"
 
 
-async def run(starts: int, keystrokes: int, seed: int, compare: str | None) -> list[Row]:
+async def run(
+    starts: int, keystrokes: int, seed: int, compare: str | None, typing_only: bool = False
+) -> list[Row]:
     rows = Table()
     print(f"{'measure':<{WIDTH}}  {'value':>10}  {'target':>8}  {'ratio':>6}")
     medium, large = generated_file(lines=2000), generated_file(chars=LARGE_CHARS)
@@ -418,7 +508,7 @@ async def run(starts: int, keystrokes: int, seed: int, compare: str | None) -> l
         ours: dict[tuple[str, bool], list[float]] = {build: [] for build in builds}
         firsts: dict[tuple[str, bool], list[float]] = {build: [] for build in builds}
         turns: list[tuple[str, bool] | None] = [None, *builds]  # None: the bare server
-        for round_ in range(starts):
+        for round_ in range(0 if typing_only else starts):
             # taking turns, in an order rotated every round: a load spike, or the slot right
             # after another server's exit, hits each alike
             shift = round_ % len(turns)
@@ -429,22 +519,8 @@ async def run(starts: int, keystrokes: int, seed: int, compare: str | None) -> l
                 ready, first = await start_once(GPULENS, medium, builds[build])
                 ours[build].append(ready)
                 firsts[build].append(first or 0.0)
-        bare_median = statistics.median(theirs)
-        rows.append(("start -> initialize answered, bare pygls server, median", bare_median, None))
-        for build in builds:
-            name = build_name(*build)
-            median = statistics.median(ours[build])
-            rows.append((f"start -> initialize answered, {name}, median", median, None))
-            rows.append(
-                (f"start: {name} over bare pygls (ratio of medians)", median / bare_median, 1.2)
-            )
-            rows.append(
-                (
-                    f"didOpen -> first diagnostics, 2,000 lines, {name}, median",
-                    statistics.median(firsts[build]),
-                    0.300,
-                )
-            )
+        if not typing_only:
+            start_rows(rows, builds, theirs, ours, firsts)
         await typing_rows(
             rows, labels, builds, medium=medium, large=large, keystrokes=keystrokes, seed=seed
         )
@@ -464,35 +540,60 @@ async def typing_rows(
     keystrokes: int,
     seed: int,
 ) -> None:
-    """Typing and codeAction latencies of each version, compiled (as installed)."""
+    """Typing and codeAction latencies of each version, compiled (as installed): into each
+    file as it is, then into each carrying profiles."""
+    cases: list[tuple[str, str, str, float, list[dict[str, Any]]]] = []
+    for text, target in ((medium, 0.100), (large, 0.300)):
+        name = "2,000 lines" if text is medium else f"{len(text) / 1e6:.2f} MB"
+        cases.append((text, name, "", target, []))
+        shown, payloads = profiled_file(text)
+        cases.append((shown, name, ", profiled", target, payloads))
     for label in labels:
         env = builds[(label, True)]
         rng = random.Random(seed)  # each server gets the same keystroke intervals
         client = Client()
         await client.initialize(await client.start(GPULENS, env))
+        plain: dict[str, float] = {}
         try:
-            for uri, text, name, target in (
-                (f"file:///bench/{label}/medium.py", medium, "2,000 lines", 0.100),
-                (f"file:///bench/{label}/large.py", large, f"{len(large) / 1e6:.2f} MB", 0.300),
-            ):
-                latencies, findings = await typing_latencies(client, uri, text, keystrokes, rng)
+            for index, (text, name, kind, target, payloads) in enumerate(cases):
+                uri = f"file:///bench/{label}/typed{index}.py"
+                latencies, findings = await typing_latencies(
+                    client, uri, text, keystrokes, rng, profiles=payloads
+                )
+                p95 = percentile(latencies, 95)
                 rows.append(
                     (
-                        f"typing -> diagnostics, {name}, {label}, p50",
+                        f"typing -> diagnostics, {name}{kind}, {label}, p50",
                         percentile(latencies, 50),
                         None,
                     )
                 )
+                rows.append((f"typing -> diagnostics, {name}{kind}, {label}, p95", p95, target))
                 rows.append(
                     (
-                        f"typing -> diagnostics, {name}, {label}, p95",
-                        percentile(latencies, 95),
-                        target,
+                        f"findings published for the {name} file{kind}, {label}",
+                        float(findings),
+                        None,
                     )
                 )
-                rows.append(
-                    (f"findings published for the {name} file, {label}", float(findings), None)
-                )
+                if payloads:
+                    document = client.documents[uri]
+                    rows.append(
+                        (
+                            f"findings with a profile's figures, last publication, {label}",
+                            float(document.measured),
+                            None,
+                        )
+                    )
+                    rows.append(
+                        (
+                            f"typing, {name}: profiled over plain p95 (ratio), {label}",
+                            p95 / plain[name],
+                            None,
+                        )
+                    )
+                    continue
+                plain[name] = p95
                 if text is medium:
                     actions = await code_action_latencies(client, uri, medium, 40)
                     rows.append(
@@ -540,8 +641,9 @@ def main() -> int:
     )
     parser.add_argument("--seed", type=int, default=0, help="seed of the typing intervals")
     parser.add_argument("--compare", metavar="SERVER_DIR", help="also measure this gpulens")
+    parser.add_argument("--typing-only", action="store_true", help="leave out the starts")
     args = parser.parse_args()
-    asyncio.run(run(args.starts, args.keystrokes, args.seed, args.compare))
+    asyncio.run(run(args.starts, args.keystrokes, args.seed, args.compare, args.typing_only))
     load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
     print(f"load average over 1, 5, 15 min: {load} on {os.cpu_count()} cores")
     return 0

@@ -17,13 +17,19 @@ nothing here runs the code.
 from __future__ import annotations
 
 import ast
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 
 from gpulens.analysis import frameworks as fw
 from gpulens.analysis.config import Config
 from gpulens.analysis.engine import analyze
 from gpulens.analysis.model import Edit, Finding, Fix, Span
 from gpulens.analysis.source import split_lines
+
+# what probes have cost in this process: whole texts parsed ("texts_parsed") and lines
+# analysed again ("lines_analysed"); the language server's debug request reads them
+counts: Counter[str] = Counter()
 
 _COMPOUND: tuple[type[ast.stmt], ...] = (
     ast.If,
@@ -57,6 +63,45 @@ def findings_if_on_gpu(
     return GpuProbe(text, program=program).findings(line, codes, config)
 
 
+@dataclass(frozen=True, slots=True)
+class Imports:
+    """What a program's imports tell the probe (`imports_of`): the names they bind, whether
+    torch is imported, and the name of the last `import cupy [as ...]` (None: none)."""
+
+    names: frozenset[str] = frozenset()
+    torch: bool = False
+    cupy: str | None = None
+
+    def then(self, later: Imports) -> Imports:
+        """These imports followed by ``later``'s (the next part of the same program)."""
+        return Imports(self.names | later.names, self.torch or later.torch, later.cupy or self.cupy)
+
+
+def imports_of(tree: ast.Module) -> Imports:
+    """The imports anywhere in ``tree`` (in functions too). A program's are its parts' in
+    order (`Imports.then`): a document's top-level blocks can be read one at a time."""
+    names: set[str] = set()
+    torch = False
+    cupy: str | None = None
+    for node in _statements(tree.body):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                names.add((alias.asname or alias.name).split(".")[0])
+                torch = torch or alias.name.split(".")[0] == "torch"
+                if alias.name == "cupy":
+                    cupy = alias.asname or "cupy"
+        elif isinstance(node, ast.ImportFrom):
+            names.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+            torch = torch or (node.module or "").split(".")[0] == "torch"
+    return Imports(frozenset(names), torch, cupy)
+
+
+def is_compound(statement: ast.stmt) -> bool:
+    """A statement the probe leaves out unless it holds the probed line (a `def`, a loop,
+    an `if`); the module's simple statements it keeps."""
+    return isinstance(statement, _COMPOUND)
+
+
 class GpuProbe:
     """`findings_if_on_gpu` for several lines of one text: what the lines share (the tree,
     the lines, how a name moves to the GPU, the names imported) is read once, at the first
@@ -65,18 +110,30 @@ class GpuProbe:
 
     def __init__(self, text: str, *, program: str | None = None) -> None:
         self.text, self.program = text, program
-        self._shared: tuple[ast.Module, list[str], Callable[[str], str] | None, set[str]]
+        self._shared: tuple[ast.Module, list[str], Callable[[str], str] | None, frozenset[str]]
         self._read: bool | None = None  # None: not read yet; False: the text does not parse
+
+    @classmethod
+    def parsed(cls, text: str, tree: ast.Module, lines: list[str], imports: Imports) -> GpuProbe:
+        """A probe of ``text`` from a parse made already (a document's analysis): ``tree``
+        is what `ast.parse` gives for it, ``lines`` its `split_lines`, ``imports`` the
+        program's (`imports_of`). Nothing is parsed again."""
+        probe = cls(text)
+        probe._shared = (tree, lines, _mover(imports), imports.names)
+        probe._read = True
+        return probe
 
     def _read_shared(self) -> bool:
         if self._read is None:
+            counts["texts_parsed"] += 1
             try:
                 tree = ast.parse(self.text)
-                imports = tree if self.program is None else ast.parse(self.program)
+                program = tree if self.program is None else ast.parse(self.program)
             except (SyntaxError, ValueError):
                 self._read = False
                 return False
-            modules = _imported_names(imports) | _imported_names(tree)
+            imports = imports_of(program)
+            modules = imports.names if program is tree else imports.names | imports_of(tree).names
             self._shared = (tree, split_lines(self.text), _mover(imports), modules)
             self._read = True
         return self._read
@@ -97,6 +154,7 @@ class GpuProbe:
         probed = _around(tree, lines, line)
         probed[line] = probed[line][:at] + prefix + probed[line][at:]
         shift = _Shift(line, at, len(prefix))
+        counts["lines_analysed"] += 1
         found = []
         for finding in analyze("".join(probed), config).findings:
             span = shift.back(finding.span)
@@ -207,16 +265,7 @@ def _around(tree: ast.Module, lines: Sequence[str], line: int) -> list[str]:
     ]
 
 
-def _imported_names(tree: ast.Module) -> set[str]:
-    return {
-        (alias.asname or alias.name).split(".")[0]
-        for node in _statements(tree.body)
-        if isinstance(node, ast.Import | ast.ImportFrom)
-        for alias in node.names
-    }
-
-
-def _host_read_names(statement: ast.stmt, modules: set[str]) -> list[str]:
+def _host_read_names(statement: ast.stmt, modules: frozenset[str]) -> list[str]:
     """The plain names inside what the statement reads on the host (the receiver of
     `.item()`, `.cpu()`, `.numpy()`, `.tolist()`; the argument of `float()`, `print()` and
     the like), in order; not modules, nor names the statement itself binds."""
@@ -241,23 +290,12 @@ def _host_read_names(statement: ast.stmt, modules: set[str]) -> list[str]:
     return [name for name in names if name not in bound and name not in modules]
 
 
-def _mover(tree: ast.Module) -> Callable[[str], str] | None:
+def _mover(imports: Imports) -> Callable[[str], str] | None:
     """How the probe moves a name to the GPU: `.cuda()` in a torch file, `cupy.asarray()`
     (as the file spells it) in a CuPy file; None where it imports both or neither."""
-    torch = False
-    cupy: str | None = None
-    for node in _statements(tree.body):
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                root = alias.name.split(".")[0]
-                torch = torch or root == "torch"
-                if alias.name == "cupy":
-                    cupy = alias.asname or "cupy"
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            torch = torch or node.module.split(".")[0] == "torch"
-    if torch and cupy is None:
+    if imports.torch and imports.cupy is None:
         return lambda name: f"{name}.cuda()"
-    if cupy is not None and not torch:
-        spelled = cupy
+    if imports.cupy is not None and not imports.torch:
+        spelled = imports.cupy
         return lambda name: f"{spelled}.asarray({name})"
     return None

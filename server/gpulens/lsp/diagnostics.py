@@ -42,6 +42,7 @@ from gpulens.lsp.documents import (
     Snapshot,
     analyse,
     open_targets,
+    parsed_text,
     snapshot_of,
     statement_starts,
     target_of,
@@ -54,6 +55,7 @@ if TYPE_CHECKING:
     from gpulens.analysis.incremental import DocumentAnalyzer
     from gpulens.lsp.server import GpulensServer
     from gpulens.profiler.measured import MeasuredLine, Merged
+    from gpulens.profiler.probe_memo import ProbeMemo
 
 logger = logging.getLogger(__name__)
 
@@ -130,6 +132,7 @@ class _Target:
     shown: tuple[Result, int, list[list[Merged]]] | None = None
     # the result and the profiles' revision last published
     published_merge: tuple[Result, int] | None = None
+    probes: ProbeMemo | None = None  # what the merges of its versions probed
 
     def stop_running(self, future: asyncio.Future[Result]) -> None:
         """``future`` ended: no analysis runs, unless a newer one started meanwhile."""
@@ -326,19 +329,28 @@ class DiagnosticsScheduler:
         return plain
 
     async def _merged(
-        self, result: Result, state: _Target, revision: int
+        self, result: Result, state: _Target, revision: int, *, running: bool = False
     ) -> list[list[Merged]] | None:
         """`shown`, computed for ``revision`` of the profiles (the current one); None where
-        no profile measured a line of the result's texts: its findings are shown as found."""
+        no profile measured a line of the result's texts: its findings are shown as found.
+        ``running``: the merge is the document's running work (no analysis of it runs),
+        so it may read the parse its analysis left (`ProbeMemo`)."""
         cached = state.shown
         if cached is not None and cached[0] is result and cached[1] == revision:
             return cached[2]
         measured = [self._server.profiles.measured_of(uri) for uri in result.snapshot.uris]
         if not any(measured):
             return None
+        reuse = None
+        if running and state.analyzer is not None:
+            if state.probes is None:
+                from gpulens.profiler.probe_memo import ProbeMemo
+
+                state.probes = ProbeMemo()
+            reuse = (state.analyzer, state.probes)
         try:
             loop = asyncio.get_running_loop()
-            merged = await loop.run_in_executor(self.pool, _merged, result, measured)
+            merged = await loop.run_in_executor(self.pool, _merged, result, measured, reuse)
         except Exception:
             # a bug in the merge costs the profile's figures, never the findings
             logger.exception("merging the profile of %s failed", result.snapshot.target)
@@ -360,7 +372,7 @@ class DiagnosticsScheduler:
         profiles = self._server.profiles
         while True:
             revision = profiles.revision
-            merged = await self._merged(result, state, revision)
+            merged = await self._merged(result, state, revision, running=True)
             if self._targets.get(result.snapshot.target) is not state:
                 return  # closed meanwhile: what it showed is cleared
             if profiles.revision == revision:
@@ -485,14 +497,32 @@ class DiagnosticsScheduler:
         self.pool.shutdown(wait=False, cancel_futures=True)
 
 
-def _merged(result: Result, measured: Sequence[Mapping[int, MeasuredLine]]) -> list[list[Merged]]:
-    """Each text's findings, merged with the lines measured on it."""
+def _merged(
+    result: Result,
+    measured: Sequence[Mapping[int, MeasuredLine]],
+    reuse: tuple[DocumentAnalyzer, ProbeMemo] | None,
+) -> list[list[Merged]]:
+    """Each text's findings, merged with the lines measured on it; with ``reuse``, the
+    probes of a text document read its analysis's parse and what earlier versions probed."""
     from gpulens.profiler.measured import merge_measured
 
     snapshot = result.snapshot
     if result.analyses is None:
         return [[] for _ in snapshot.texts]
+    probe = None
+    if reuse is not None and any(measured):
+        analyzer, memo = reuse
+        parsed = parsed_text(snapshot, analyzer)
+        if parsed is not None:
+            probe = memo.probe(parsed, snapshot.config)
     return [
-        merge_measured(analysis.findings, lines, text, snapshot.config)
+        merge_measured(
+            analysis.findings,
+            lines,
+            text,
+            snapshot.config,
+            probe=probe,
+            lines=None if probe is None else probe.lines,
+        )
         for analysis, lines, text in zip(result.analyses, measured, snapshot.texts, strict=True)
     ]

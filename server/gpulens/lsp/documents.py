@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from gpulens.analysis import Analysis, Config
     from gpulens.analysis.incremental import DocumentAnalyzer
     from gpulens.lsp.server import GpulensServer
+    from gpulens.profiler.probe_memo import ParsedText
 
 # Above this many characters a document is not analysed (one info log says so): parsing a
 # multi-megabyte generated file would hold a worker for seconds for no useful finding.
@@ -85,6 +86,14 @@ def statement_starts(snapshot: Snapshot, analyzer: DocumentAnalyzer) -> tuple[in
     if snapshot.is_notebook:
         return None
     return analyzer.blocks.statement_starts(snapshot.texts[0])
+
+
+def parsed_text(snapshot: Snapshot, analyzer: DocumentAnalyzer) -> ParsedText | None:
+    """A text document's text as its analysis parsed it (`probe_memo.parsed_text`); None
+    for a notebook. Only while no analysis of the document runs."""
+    from gpulens.profiler.probe_memo import parsed_text
+
+    return None if snapshot.is_notebook else parsed_text(snapshot.texts[0], analyzer)
 
 
 def open_document(ls: GpulensServer, uri: str) -> TextDocument | None:

@@ -92,13 +92,7 @@ def carry_over(old: Sequence[str], new: Sequence[str], results: Mapping[int, T])
     """Results keyed by 0-based line of the text `old`, moved onto the text `new` (both as
     lists of lines): lines before the first changed one keep their number, lines after the
     last changed one move with the edit, and changed or removed lines lose their result."""
-    limit = min(len(old), len(new))
-    prefix = 0
-    while prefix < limit and old[prefix] == new[prefix]:
-        prefix += 1
-    suffix = 0
-    while suffix < limit - prefix and old[-1 - suffix] == new[-1 - suffix]:
-        suffix += 1
+    prefix, suffix = _shared_ends(old, new)
     shift = len(new) - len(old)
     moved: dict[int, T] = {}
     for line, result in results.items():
@@ -112,6 +106,44 @@ def carry_over(old: Sequence[str], new: Sequence[str], results: Mapping[int, T])
 def lines_of(text: str) -> list[str]:
     """The lines of `text` as LSP counts them, without their line breaks."""
     return [line.rstrip("\r\n") for line in LineIndex(text, _CODEC).lines]
+
+
+def lines_after(old: str, new: str, old_lines: list[str]) -> list[str]:
+    """`lines_of(new)`, from `old_lines` (`lines_of(old)`) where the texts agree: only the
+    lines an edit touched are split again (the whole text took ~50 ms at 2 MB, twice
+    on each keystroke)."""
+    if "\r" in old or "\r" in new:
+        return lines_of(new)  # then a line may end at a carriage return: split it all
+    prefix, suffix = _shared_ends(old, new)
+    # without carriage returns the lines are the text split at "\n"; those whose break lies
+    # in the shared start, and those after a break in the shared end, are the old ones
+    before = old.count("\n", 0, prefix)
+    after = old.count("\n", len(old) - suffix)
+    start = new.rfind("\n", 0, prefix) + 1
+    end = new.find("\n", len(new) - suffix) if after else len(new)
+    middle = new[start:end].split("\n")
+    return [*old_lines[:before], *middle, *old_lines[len(old_lines) - after :]]
+
+
+def _shared_ends(old: Sequence[object], new: Sequence[object]) -> tuple[int, int]:
+    """How many items (characters, lines) `old` and `new` share at their start, then at
+    their end (not counting those twice). Compared a slice at a time: an edit changes few."""
+    size, step = min(len(old), len(new)), 1024
+    prefix = 0
+    while prefix + step <= size and old[prefix : prefix + step] == new[prefix : prefix + step]:
+        prefix += step
+    while prefix < size and old[prefix] == new[prefix]:
+        prefix += 1
+    limit, suffix = size - prefix, 0
+    while (
+        suffix + step <= limit
+        and old[len(old) - suffix - step : len(old) - suffix]
+        == (new[len(new) - suffix - step : len(new) - suffix])
+    ):
+        suffix += step
+    while suffix < limit and old[len(old) - 1 - suffix] == new[len(new) - 1 - suffix]:
+        suffix += 1
+    return prefix, suffix
 
 
 def has_code(cell: Cell) -> bool:
@@ -143,6 +175,7 @@ class DocumentProfile:
     lines: dict[int, dict[str, Any]] = field(default_factory=dict)
     backend: str | None = None
     text: str = ""  # the document's text the lines are numbered in
+    text_lines: list[str] | None = None  # `lines_of(text)`, once an edit has needed them
     # the lines a GPU backend measured, with their cell's wall time: merged into diagnostics
     measured: dict[int, MeasuredLine] = field(default_factory=dict)
 
@@ -172,16 +205,19 @@ class Profiles:
         if profile is None:
             return
         copy = LspTextDocument(params.text_document.uri, profile.text, position_codec=codec)
-        old = lines_of(copy.source)
+        old = profile.text_lines
+        if old is None:
+            old = lines_of(copy.source)
         for change in params.content_changes:
+            before = copy.source
             copy.apply_change(change)
-            new = lines_of(copy.source)
+            new = lines_after(before, copy.source, old)
             profile.lines = carry_over(old, new, profile.lines)
             if profile.measured:
                 profile.measured = carry_over(old, new, profile.measured)
                 self.revision += 1
             old = new
-        profile.text = copy.source
+        profile.text, profile.text_lines = copy.source, old
 
     def closed(self, uri: str) -> None:
         if self.documents.pop(_key(uri), None) is not None:
@@ -212,7 +248,7 @@ class Profiles:
             measured |= {n: MeasuredLine(c, wall, backend) for n, c in lines.items()}
         profile.measured = measured
         profile.backend = payload.get("backend")
-        profile.text = text
+        profile.text, profile.text_lines = text, None
         self.revision += 1
 
     def kill(self) -> None:

@@ -255,3 +255,12 @@ def test_a_notebook_s_imports_may_come_from_another_cell() -> None:
     assert findings_if_on_gpu(cell, 2, ("GPU001",), DEFAULT_CONFIG) == []
     (found,) = findings_if_on_gpu(cell, 2, ("GPU001",), DEFAULT_CONFIG, program="import torch\n")
     assert found.fixes
+
+
+def test_findings_handed_in_any_order_come_out_in_the_order_of_the_text() -> None:
+    found = analyze(DEMO).findings
+    forward = merged(DEMO, demo_profile(), found)
+    backward = merged(DEMO, demo_profile(), list(reversed(found)))
+    assert [(m.finding, m.origin) for m in backward] == [(m.finding, m.origin) for m in forward]
+    places = [(m.finding.span.line, m.finding.span.column, m.finding.code) for m in forward]
+    assert places == sorted(places) and any(m.from_profile for m in forward)
