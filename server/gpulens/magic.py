@@ -74,8 +74,10 @@ def profile_cell_in_kernel(
     records every run of a Python-heavy loop's lines."""
     import datetime as dt
 
+    from gpulens.profiler.capture import preloaded, profile_code
+
+    preloaded()
     from gpulens.profiler.attribution import attribute_records
-    from gpulens.profiler.capture import profile_code
     from gpulens.profiler.report import build_payload
 
     body = shell.transform_cell(cell)

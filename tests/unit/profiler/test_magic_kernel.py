@@ -175,3 +175,30 @@ def test_memory_views_are_an_option_of_the_magic(kernel: Any) -> None:
     assert status == "error" and reply["ename"] == "UsageError"
     assert "--memory" in reply["evalue"] and "reserved" in reply["evalue"]
     assert "the cell did not run" in reply["evalue"]
+
+
+def test_a_profile_right_after_loading_the_extension_waits_for_its_preload(kernel: Any) -> None:
+    """An editor's "profile cell" loads the extension and profiles at once: the profile
+    waits for the preload the loading started (what it loads, the profile needs) instead of
+    running beside it. The preload here is made slow, so a profile that did not wait would
+    run its cell before the preload ends."""
+    execute(
+        kernel,
+        "import time as _t, gpulens.profiler.capture as _capture\n"
+        "_preload_ends, _real_preload = [], _capture.preload\n"
+        "def _slow_preload(requested='auto'):\n"
+        "    _t.sleep(0.5)\n"
+        "    _preload_ends.append(_t.perf_counter())\n"
+        "_capture.preload = _slow_preload\n",
+    )
+    kernel.execute("%reload_ext gpulens")  # queued: the profile follows with no pause
+    status, bundles, _ = execute(
+        kernel, "%%gpulens --backend host\n_cell_began = _t.perf_counter()"
+    )
+    assert status == "ok" and bundles
+    _, _, text = execute(
+        kernel,
+        "print(len(_preload_ends), _preload_ends[0] <= _cell_began)\n"
+        "_capture.preload = _real_preload",
+    )
+    assert text.split() == ["1", "True"]
