@@ -124,3 +124,20 @@ def test_the_key_names_the_cupti_python_build(
     assert cupti_tables.build_key() != first
     module.unlink()
     assert cupti_tables.build_key() is None
+
+
+def test_without_a_home_nothing_is_kept_and_nothing_fails(
+    cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A process with neither $XDG_CACHE_HOME nor a home directory (a service account
+    without a passwd entry: `Path.home` raises) learns the tables each time; reading and
+    keeping them say so quietly."""
+    tables = tables_in(cache)
+
+    def no_home(cls: type[Path]) -> Path:
+        raise RuntimeError("Could not determine home directory.")
+
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setattr(Path, "home", classmethod(no_home))
+    assert cupti_tables.read_cached("k1") is None
+    assert not cupti_tables.write_cached("k1", tables)

@@ -269,10 +269,15 @@ def _unkeyed(names: Any) -> dict[int, str]:
 
 # -- the user's cache --------------------------------------------------------------------------
 def cache_dir() -> Path:
-    """$XDG_CACHE_HOME/gpulens (~/.cache/gpulens where that is unset or not absolute)."""
+    """$XDG_CACHE_HOME/gpulens (~/.cache/gpulens where that is unset or not absolute).
+    OSError where there is neither (no home directory: a service account's process)."""
     base = os.environ.get("XDG_CACHE_HOME", "")
-    root = Path(base) if os.path.isabs(base) else Path.home() / ".cache"
-    return root / "gpulens"
+    if os.path.isabs(base):
+        return Path(base) / "gpulens"
+    try:
+        return Path.home() / ".cache" / "gpulens"
+    except RuntimeError as error:  # no HOME and no passwd entry
+        raise OSError(f"no cache folder ({error})") from error
 
 
 def build_key() -> str | None:
@@ -305,8 +310,8 @@ def _private(info: os.stat_result) -> bool:
 def read_cached(key: str) -> Tables | None:
     """The tables kept for the build `key`, or None (none kept, someone else's, damaged, or
     its libcupti gone)."""
-    path = cache_path(key)
     try:
+        path = cache_path(key)
         if not _private(os.stat(path.parent)):
             return None
         descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
