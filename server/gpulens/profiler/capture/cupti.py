@@ -157,12 +157,15 @@ def _learn_tables(key: str) -> Tables:
 
 
 def _open() -> tuple[Tables, Libcupti]:
-    """This process's tables and libcupti: from the user's cache where they are kept for the
-    cupti-python installed, else learnt from it; found once per process (a library loaded
-    stays loaded: a cupti-python upgraded meanwhile is the next process's)."""
+    """This process's tables and libcupti (and its one buffer sink): from the user's cache
+    where they are kept for the cupti-python installed, else learnt from it; found once per
+    process (a library loaded stays loaded: a cupti-python upgraded meanwhile is the next
+    process's)."""
     with _OPENING:  # the preload thread may be opening them right now
         if not _OPENED:
             _OPENED.append(_open_now())
+        if not _SINKS:
+            _SINKS.append(_BufferSink(_OPENED[0][1].lib))
         return _OPENED[0]
 
 
@@ -186,8 +189,6 @@ class CuptiSession:
         records), "all" (and torch's allocator history, where torch runs) or "off"."""
         self.tables, self.libcupti = _open()
         self.warnings: list[str] = []
-        if not _SINKS:
-            _SINKS.append(_BufferSink(self.libcupti.lib))
         self.sink = _SINKS[0]
         self.clock = time.time_ns
         self._turned_off: list[int] = []
