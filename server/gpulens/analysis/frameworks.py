@@ -263,6 +263,13 @@ MODEL_NAME = re.compile(
     r"discriminator|critic|policy|backbone|classifier|vae|teacher|student)$",
     re.IGNORECASE,
 )
+# a function named for what it does to a model (`eval_model(actor, env)`, `train_model`,
+# `build_network`): a call of it runs code of its own, not the model's forward
+ACTS_ON_MODEL = re.compile(
+    r"^_?(eval|evaluate|train|test|validate|run|fit|build|make|get|load|save|create|init|"
+    r"export|prepare|wrap|compile|benchmark|profile)_",
+    re.IGNORECASE,
+)
 # methods a framework calls once per step with the batch already on the device, and the
 # parameters that receive device data: a LightningModule's steps and batch hooks, a
 # transformers Trainer's compute_loss
