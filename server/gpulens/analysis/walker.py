@@ -980,10 +980,26 @@ class _Walker(FunctionResultsMixin):
                     return _method_key(definitions, held.origin.name, attr)  # type: ignore[attr-defined]
                 if held is not None or self.ctx.qualname(receiver):
                     return []  # a library's object or module
+                if self._made_by_import(receiver):
+                    return []  # `kmeans = faiss.Kmeans(d, k)`: a library's object
                 # an object whose class the file does not say: any class of the file that
                 # defines the method may be the one
                 return [f"{_GUESSED}{cls}.{attr}" for cls in definitions.defining[attr]]
         return []
+
+    def _made_by_import(self, receiver: ast.expr) -> bool:
+        """A name the walked body binds only to what calls of imported names return
+        (`mat = faiss.PCAMatrix(…)`): an object of another module, not of the file."""
+        if not isinstance(receiver, ast.Name) or self.ctx.function is None:
+            return False
+        made = [
+            node.value.func
+            for node in ast.walk(self.ctx.function)
+            if isinstance(node, ast.Assign)
+            and any(isinstance(t, ast.Name) and t.id == receiver.id for t in node.targets)
+            and isinstance(node.value, ast.Call)
+        ]
+        return bool(made) and all(self.ctx.qualname(func) is not None for func in made)
 
     def merge_call(
         self, name: str, arguments: tuple[tuple[int | str, Value | None], ...], hot_call: str | None
