@@ -504,7 +504,9 @@ class _Walker(FunctionResultsMixin):
             trains=trains,
             backward=backward,
         )
-        loop.guarded = leaves_loop(node.body)  # a body that ends in break runs once
+        # a body that ends in break runs once; one over what a collective gathered runs
+        # once per process of the group, after the collective: a handful of items
+        loop.guarded = leaves_loop(node.body) or self.per_rank(node.iter)
         self.ctx.loops.append(loop)
         try:
             self.block(node.body)
@@ -987,6 +989,25 @@ class _Walker(FunctionResultsMixin):
                 return [f"{_GUESSED}{cls}.{attr}" for cls in definitions.defining[attr]]
         return []
 
+    def per_rank(self, iterable: ast.expr) -> bool:
+        """`for t in tensor_list` (or `zip(sizes, tensor_list)`) after `dist.all_gather(
+        tensor_list, t)` in the same body: one item per process of the group."""
+        function = self.ctx.function
+        if function is None:
+            return False
+        iterated = _iterated_names(iterable)
+        if not iterated:
+            return False
+        for node in ast.walk(function):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                if node.func.attr not in _GATHERING:
+                    continue
+                if not (self.ctx.qualname(node.func) or "").startswith("torch.distributed."):
+                    continue
+                if any(isinstance(a, ast.Name) and a.id in iterated for a in node.args):
+                    return True
+        return False
+
     def _made_by_import(self, receiver: ast.expr) -> bool:
         """A name the walked body binds only to what calls of imported names return
         (`mat = faiss.PCAMatrix(…)`): an object of another module, not of the file."""
@@ -1100,6 +1121,20 @@ _WHOLE_ITEMS = re.compile(
 _SPLITTING_METHODS = frozenset(
     {"split", "chunk", "tensor_split", "array_split", "items", "values", "keys"}
 )
+
+
+# collectives that fill a list with one item per process of the group
+_GATHERING = frozenset({"all_gather", "gather", "all_gather_object", "gather_object"})
+
+
+def _iterated_names(iterable: ast.expr) -> set[str]:
+    """The lists a loop walks: `xs`, `zip(a, b)`, `enumerate(xs)`."""
+    match iterable:
+        case ast.Name(id=name):
+            return {name}
+        case ast.Call(func=ast.Name(id="zip" | "enumerate" | "reversed"), args=arguments):
+            return {a.id for a in arguments if isinstance(a, ast.Name)}
+    return set()
 
 
 def _whole_items(target: ast.expr, iterable: ast.expr, function: Function | None) -> bool:
