@@ -403,6 +403,9 @@ STEP_CLASS_MODULES = (
 DEVICE_PLACING_FUNCTIONS = frozenset({"send_to_device", "move_data_to_device"})
 
 DATALOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
+# torchrl's data collectors (`Collector`, `SyncDataCollector`, `MultiSyncDataCollector`):
+# iterated, each yields a batch of environment steps on its storing device
+COLLECTOR = re.compile(r"^torchrl\.collectors\.(\w+\.)*\w*(Collector)$")
 
 # host-to-device constructors of the other frameworks
 CUPY_TO_DEVICE = frozenset({"cupy.asarray", "cupy.array", "cupy.ascontiguousarray"})
