@@ -470,8 +470,11 @@ class _Walker(FunctionResultsMixin):
         if node.name not in evaluator.step_classes and (
             fw.LOSS_CLASS.search(node.name)
             or any(fw.LOSS_CLASS.search(simple_name(b)) for b in node.bases)
+            or (node.name in evaluator.module_classes and _forward_computes_loss(node))
         ):
-            evaluator.step_classes[node.name] = fw.LOSS  # a criterion: called once per step
+            # a criterion, or a head whose forward computes the training loss
+            # (`return self.get_losses(...)`): called once per step
+            evaluator.step_classes[node.name] = fw.LOSS
         saved = evaluator.scope
         evaluator.scope = Scope("class", node.name, saved)
         saved_loops, self.ctx.loops = self.ctx.loops, []
@@ -1135,6 +1138,22 @@ def _iterated_names(iterable: ast.expr) -> set[str]:
         case ast.Call(func=ast.Name(id="zip" | "enumerate" | "reversed"), args=arguments):
             return {a.id for a in arguments if isinstance(a, ast.Name)}
     return set()
+
+
+def _forward_computes_loss(cls: ast.ClassDef) -> bool:
+    """A module whose `forward` calls a method of its own named for a loss (`self.get_losses(
+    …)`, `self.compute_loss(…)`): a detection head that computes its loss in training."""
+    for statement in cls.body:
+        if isinstance(statement, ast.FunctionDef) and statement.name == "forward":
+            return any(
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and isinstance(node.func.value, ast.Name)
+                and node.func.value.id == "self"
+                and "loss" in node.func.attr.lower()
+                for node in ast.walk(statement)
+            )
+    return False
 
 
 def _whole_items(target: ast.expr, iterable: ast.expr, function: Function | None) -> bool:
