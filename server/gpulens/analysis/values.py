@@ -320,6 +320,12 @@ class Evaluator:
                 return Value(Kind.GPU, callee.lib, guessed=callee.guessed)
             if callee.kind is Kind.FUNCTION and isinstance(callee.origin, Function):
                 returned = self.returned(callee.origin)
+                if returned is not None and returned.guessed:
+                    # on the GPU by a guess from the body (a gradient norm of parameters it
+                    # does not show): handed a GPU array, what it returns is surely there
+                    handed = self._gpu_among((*node.args, *(k.value for k in node.keywords)))
+                    if handed is not None and not handed.guessed:
+                        return Value(Kind.GPU, handed.lib)
                 if returned is not None:
                     return None if returned.kind is Kind.HOST else returned
             if callee.kind is Kind.CLASS:
@@ -724,6 +730,15 @@ class Evaluator:
             return Value(Kind.DEVICE, exact=default)
         if name in fw.DATALOADERS:
             return Value(Kind.LOADER, origin=node)
+        if name in fw.GRADIENT_NORMS:
+            # the total norm lives where the gradients do: on the model's device, which the
+            # parameters show where they are a GPU module's (`model.parameters()`)
+            owner = node.args[0] if node.args else None
+            if isinstance(owner, ast.Call) and isinstance(owner.func, ast.Attribute):
+                held = self.value(owner.func.value)
+                if held is not None and held.kind is Kind.GPU_MODULE:
+                    return Value(Kind.GPU, exact=True)
+            return Value(Kind.GPU, exact=True, guessed=True)
         if fw.COLLECTOR.match(name):
             # a torchrl collector yields tensordicts on its storing device, which defaults
             # to its device: framework placement, like `accelerator.prepare`
