@@ -15,8 +15,10 @@ from gpulens.analysis.symbols import Imports, Kind, Scope, Value
 from gpulens.analysis.values import Evaluator
 
 _LOADERS = (Kind.LOADER, Kind.DEVICE_LOADER, Kind.BATCH)
-# rules whose cost is a wait for the GPU or a kernel launch: none where the data is on the CPU
-_DEVICE_COSTS = frozenset({"GPU001", "GPU008", "GPU009"})
+# rules whose cost is a wait for the GPU or a kernel launch: none where the data is on the CPU;
+# and a `.cuda()` there brings the branch's own results back (a fallback after running out of
+# device memory): the code that chose the CPU chose the GPU too
+_DEVICE_COSTS = frozenset({"GPU001", "GPU007", "GPU008", "GPU009"})
 
 
 @dataclass(slots=True)
@@ -248,6 +250,8 @@ class Context:
 
     def report_if(self, condition: Condition, findings: list[Finding]) -> None:
         """Keep ``findings`` if ``condition`` holds once the whole file has been walked."""
+        if self.host_only:
+            findings = [f for f in findings if f.code not in _DEVICE_COSTS]
         self.pending.extend((condition, finding) for finding in findings)
 
     def finish(self) -> None:

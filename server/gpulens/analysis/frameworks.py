@@ -69,6 +69,7 @@ HOST_RESULT_METHODS = frozenset(
         "numpy",
         "size",
         "dim",
+        "ndimension",
         "numel",
         "nelement",
         "element_size",
@@ -263,6 +264,13 @@ MODEL_NAME = re.compile(
     r"discriminator|critic|policy|backbone|classifier|vae|teacher|student)$",
     re.IGNORECASE,
 )
+# a function named for what it does to a model (`eval_model(actor, env)`, `train_model`,
+# `build_network`): a call of it runs code of its own, not the model's forward
+ACTS_ON_MODEL = re.compile(
+    r"^_?(eval|evaluate|train|test|validate|run|fit|build|make|get|load|save|create|init|"
+    r"export|prepare|wrap|compile|benchmark|profile)_",
+    re.IGNORECASE,
+)
 # methods a framework calls once per step with the batch already on the device, and the
 # parameters that receive device data: a LightningModule's steps and batch hooks, a
 # transformers Trainer's compute_loss
@@ -336,6 +344,14 @@ STEP_METHODS[SKRL_AGENT] = {
 # runs the subclass's `_update()`, once per iteration of the solver
 SIGPY_ALG = "sigpy algorithm"
 STEP_METHODS[SIGPY_ALG] = {"_update": ()}
+# a torchrl Trainer's hooks (`TrainerHookBase`): the trainer calls them once per collected
+# batch (or per optimization sub-batch), handing them the batch
+TORCHRL_HOOK = "torchrl trainer hook"
+STEP_METHODS[TORCHRL_HOOK] = {
+    "__call__": ("batch", "sub_batch", "tensordict"),
+    "step": ("sub_batch",),
+    "extend": ("batch",),
+}
 # how messages name the loop that runs each library's hooks
 STEP_LOOPS = {
     DIFFUSERS_SCHEDULER: "the denoising loop that runs {}() once per step",
@@ -344,6 +360,7 @@ STEP_LOOPS = {
     SB3_BUFFER: "the loop that runs {}() once per environment step",
     SKRL_AGENT: "the loop that runs {}() once per environment step",
     SIGPY_ALG: "the solver loop that runs {}() once per iteration",
+    TORCHRL_HOOK: "the trainer loop that runs {}() once per batch",
 }
 # the libraries above: the file does not show the device their hooks' data is on (a guess)
 GUESSED_STEPS = frozenset(STEP_LOOPS)
@@ -355,6 +372,7 @@ STEP_CLASS_HOMES = {
     SB3_BUFFER: "stable_baselines3.",
     SKRL_AGENT: "skrl.",
     SIGPY_ALG: "sigpy.",
+    TORCHRL_HOOK: "torchrl.",
 }
 
 # the parameters a framework's hooks start with (after self), where its hooks share them:
@@ -379,6 +397,7 @@ STEP_CLASSES = {
     "ReplayBuffer": SB3_BUFFER,
     "Agent": SKRL_AGENT,
     "Alg": SIGPY_ALG,
+    "TrainerHookBase": TORCHRL_HOOK,
 }
 STEP_CLASS_MODULES = (
     "lightning",
@@ -390,12 +409,24 @@ STEP_CLASS_MODULES = (
     "stable_baselines3",
     "skrl",
     "sigpy",
+    "torchrl",
 )
 
 # library functions that move a whole batch (tensors in dicts, lists, tuples) to a device
 DEVICE_PLACING_FUNCTIONS = frozenset({"send_to_device", "move_data_to_device"})
 
 DATALOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
+# functions that return the total norm of a model's gradients, a tensor on their device
+GRADIENT_NORMS = frozenset(
+    {
+        "torch.nn.utils.clip_grad_norm_",
+        "torch.nn.utils.clip_grad.clip_grad_norm_",
+        "torch.nn.utils.get_total_norm",
+    }
+)
+# torchrl's data collectors (`Collector`, `SyncDataCollector`, `MultiSyncDataCollector`):
+# iterated, each yields a batch of environment steps on its storing device
+COLLECTOR = re.compile(r"^torchrl\.collectors\.(\w+\.)*\w*(Collector)$")
 
 # host-to-device constructors of the other frameworks
 CUPY_TO_DEVICE = frozenset({"cupy.asarray", "cupy.array", "cupy.ascontiguousarray"})

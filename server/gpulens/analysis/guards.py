@@ -110,7 +110,8 @@ def _occasional(node: ast.expr) -> bool:
 def device_test(test: ast.expr) -> bool | None:
     """What a test says of where a tensor is: True for a GPU (`x.is_cuda`, `x.device.type ==
     "cuda"`, `… in ("cuda", "npu")`), False for the CPU (`x.device.type == "cpu"`, `not
-    x.is_cuda`), None when it says neither. An `and` says the CPU if one operand does."""
+    x.is_cuda`, `mode == "cpu"`, `args.device != "cpu"`'s else), None when it says neither.
+    An `and` says the CPU if one operand does."""
     match test:
         case ast.UnaryOp(op=ast.Not(), operand=operand):
             said = device_test(operand)
@@ -120,11 +121,9 @@ def device_test(test: ast.expr) -> bool | None:
             return False if False in parts else (True if True in parts else None)
         case ast.Attribute(attr="is_cuda"):
             return True
-        case ast.Compare(
-            left=ast.Attribute(attr="type", value=ast.Attribute(attr="device")),
-            ops=[op],
-            comparators=[named],
-        ):
+        case ast.Compare(left=left, ops=[op], comparators=[named]):
+            if isinstance(left, ast.Constant):
+                left, named = named, left  # `"cpu" == mode`
             names = [
                 n.value
                 for n in (
@@ -134,11 +133,30 @@ def device_test(test: ast.expr) -> bool | None:
             ]
             if not names:
                 return None
+            if not _is_device_type(left) and not all(_DEVICE_WORD.match(n) for n in names):
+                return None  # `mode == "fast"` says nothing of devices
             gpu = all(n != "cpu" for n in names)
             if not gpu and any(n != "cpu" for n in names):
                 return None  # `in ("cpu", "cuda")`: either
-            return gpu if isinstance(op, ast.Eq | ast.In) else not gpu
+            if isinstance(op, ast.Eq | ast.In):
+                return gpu
+            if isinstance(op, ast.NotEq | ast.NotIn):
+                return not gpu
     return None
+
+
+# the device kinds a program names in a string: `mode == "cpu"`, `args.device == "cuda:0"`
+_DEVICE_WORD = re.compile(r"^(cpu|gpu|cuda|mps|xpu|npu|hpu|hip|xla)(:\d+)?$")
+
+
+def _is_device_type(node: ast.expr) -> bool:
+    """`x.device.type`: a string that can only name a device kind."""
+    return (
+        isinstance(node, ast.Attribute)
+        and node.attr == "type"
+        and isinstance(node.value, ast.Attribute)
+        and node.value.attr == "device"
+    )
 
 
 # builtin types whose objects live on the host: a list of tensors is no tensor

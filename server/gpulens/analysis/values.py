@@ -320,6 +320,12 @@ class Evaluator:
                 return Value(Kind.GPU, callee.lib, guessed=callee.guessed)
             if callee.kind is Kind.FUNCTION and isinstance(callee.origin, Function):
                 returned = self.returned(callee.origin)
+                if returned is not None and returned.guessed:
+                    # on the GPU by a guess from the body (a gradient norm of parameters it
+                    # does not show): handed a GPU array, what it returns is surely there
+                    handed = self._gpu_among((*node.args, *(k.value for k in node.keywords)))
+                    if handed is not None and not handed.guessed:
+                        return Value(Kind.GPU, handed.lib)
                 if returned is not None:
                     return None if returned.kind is Kind.HOST else returned
             if callee.kind is Kind.CLASS:
@@ -650,6 +656,10 @@ class Evaluator:
         if kind is Kind.GPU:
             if method in fw.HOST_RESULT_METHODS or method in fw.EFFECT_METHODS:
                 return None
+            if method in _MAPPING_VIEWS:
+                # no array has `.items()`: a dict or TensorDict of GPU values, whose items
+                # are its keys and values, not an array's elements
+                return Value(Kind.GPU, receiver.lib, guessed=receiver.guessed)
             return Value(Kind.GPU, receiver.lib, exact=receiver.exact, guessed=receiver.guessed)
         if kind in (Kind.MODULE, Kind.GPU_MODULE):
             if method in ("eval", "train", "half", "float", "bfloat16", "double", "requires_grad_"):
@@ -720,6 +730,21 @@ class Evaluator:
             return Value(Kind.DEVICE, exact=default)
         if name in fw.DATALOADERS:
             return Value(Kind.LOADER, origin=node)
+        if name in fw.GRADIENT_NORMS:
+            # the total norm lives where the gradients do: on the model's device, which the
+            # parameters show where they are a GPU module's (`model.parameters()`)
+            owner = node.args[0] if node.args else None
+            if isinstance(owner, ast.Call) and isinstance(owner.func, ast.Attribute):
+                held = self.value(owner.func.value)
+                if held is not None and held.kind is Kind.GPU_MODULE:
+                    return Value(Kind.GPU, exact=True)
+            return Value(Kind.GPU, exact=True, guessed=True)
+        if fw.COLLECTOR.match(name):
+            # a torchrl collector yields tensordicts on its storing device, which defaults
+            # to its device: framework placement, like `accelerator.prepare`
+            placed = keyword(node, "storing_device") or keyword(node, "device")
+            on_gpu = placed is not None and self.device_of(placed.value)
+            return Value(Kind.DEVICE_LOADER) if on_gpu else None
         if name in fw.FRAMEWORK_CLASSES:
             return Value(Kind.FRAMEWORK, name.split(".", 1)[0])
         if fw.is_module_class(name):
@@ -895,6 +920,9 @@ def _named_model(node: ast.expr) -> bool:
     is a module on the device, not an array."""
     name = dotted_name(node)
     return name is not None and bool(fw.MODEL_NAME.search(name.rsplit(".", 1)[-1]))
+
+
+_MAPPING_VIEWS = frozenset({"items", "keys", "values"})
 
 
 def element_of(value: Value | None) -> Value | None:

@@ -470,8 +470,11 @@ class _Walker(FunctionResultsMixin):
         if node.name not in evaluator.step_classes and (
             fw.LOSS_CLASS.search(node.name)
             or any(fw.LOSS_CLASS.search(simple_name(b)) for b in node.bases)
+            or (node.name in evaluator.module_classes and _forward_computes_loss(node))
         ):
-            evaluator.step_classes[node.name] = fw.LOSS  # a criterion: called once per step
+            # a criterion, or a head whose forward computes the training loss
+            # (`return self.get_losses(...)`): called once per step
+            evaluator.step_classes[node.name] = fw.LOSS
         saved = evaluator.scope
         evaluator.scope = Scope("class", node.name, saved)
         saved_loops, self.ctx.loops = self.ctx.loops, []
@@ -504,7 +507,9 @@ class _Walker(FunctionResultsMixin):
             trains=trains,
             backward=backward,
         )
-        loop.guarded = leaves_loop(node.body)  # a body that ends in break runs once
+        # a body that ends in break runs once; one over what a collective gathered runs
+        # once per process of the group, after the collective: a handful of items
+        loop.guarded = leaves_loop(node.body) or self.per_rank(node.iter)
         self.ctx.loops.append(loop)
         try:
             self.block(node.body)
@@ -980,10 +985,45 @@ class _Walker(FunctionResultsMixin):
                     return _method_key(definitions, held.origin.name, attr)  # type: ignore[attr-defined]
                 if held is not None or self.ctx.qualname(receiver):
                     return []  # a library's object or module
+                if self._made_by_import(receiver):
+                    return []  # `kmeans = faiss.Kmeans(d, k)`: a library's object
                 # an object whose class the file does not say: any class of the file that
                 # defines the method may be the one
                 return [f"{_GUESSED}{cls}.{attr}" for cls in definitions.defining[attr]]
         return []
+
+    def per_rank(self, iterable: ast.expr) -> bool:
+        """`for t in tensor_list` (or `zip(sizes, tensor_list)`) after `dist.all_gather(
+        tensor_list, t)` in the same body: one item per process of the group."""
+        function = self.ctx.function
+        if function is None:
+            return False
+        iterated = _iterated_names(iterable)
+        if not iterated:
+            return False
+        for node in ast.walk(function):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                if node.func.attr not in _GATHERING:
+                    continue
+                if not (self.ctx.qualname(node.func) or "").startswith("torch.distributed."):
+                    continue
+                if any(isinstance(a, ast.Name) and a.id in iterated for a in node.args):
+                    return True
+        return False
+
+    def _made_by_import(self, receiver: ast.expr) -> bool:
+        """A name the walked body binds only to what calls of imported names return
+        (`mat = faiss.PCAMatrix(…)`): an object of another module, not of the file."""
+        if not isinstance(receiver, ast.Name) or self.ctx.function is None:
+            return False
+        made = [
+            node.value.func
+            for node in ast.walk(self.ctx.function)
+            if isinstance(node, ast.Assign)
+            and any(isinstance(t, ast.Name) and t.id == receiver.id for t in node.targets)
+            and isinstance(node.value, ast.Call)
+        ]
+        return bool(made) and all(self.ctx.qualname(func) is not None for func in made)
 
     def merge_call(
         self, name: str, arguments: tuple[tuple[int | str, Value | None], ...], hot_call: str | None
@@ -1084,6 +1124,36 @@ _WHOLE_ITEMS = re.compile(
 _SPLITTING_METHODS = frozenset(
     {"split", "chunk", "tensor_split", "array_split", "items", "values", "keys"}
 )
+
+
+# collectives that fill a list with one item per process of the group
+_GATHERING = frozenset({"all_gather", "gather", "all_gather_object", "gather_object"})
+
+
+def _iterated_names(iterable: ast.expr) -> set[str]:
+    """The lists a loop walks: `xs`, `zip(a, b)`, `enumerate(xs)`."""
+    match iterable:
+        case ast.Name(id=name):
+            return {name}
+        case ast.Call(func=ast.Name(id="zip" | "enumerate" | "reversed"), args=arguments):
+            return {a.id for a in arguments if isinstance(a, ast.Name)}
+    return set()
+
+
+def _forward_computes_loss(cls: ast.ClassDef) -> bool:
+    """A module whose `forward` calls a method of its own named for a loss (`self.get_losses(
+    …)`, `self.compute_loss(…)`): a detection head that computes its loss in training."""
+    for statement in cls.body:
+        if isinstance(statement, ast.FunctionDef) and statement.name == "forward":
+            return any(
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and isinstance(node.func.value, ast.Name)
+                and node.func.value.id == "self"
+                and "loss" in node.func.attr.lower()
+                for node in ast.walk(statement)
+            )
+    return False
 
 
 def _whole_items(target: ast.expr, iterable: ast.expr, function: Function | None) -> bool:

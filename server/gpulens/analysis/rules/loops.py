@@ -241,6 +241,21 @@ def _element_index(index: ast.expr, targets: frozenset[str]) -> bool:
     return False
 
 
+def _interleaved(index: ast.expr, targets: frozenset[str]) -> bool:
+    """`x[i::n]`: a loop's name only in the start of a slice with a fixed step, each
+    iteration writing every n-th row (n parts interleaved into one array)."""
+    if _element_index(index, targets):
+        return False
+    return any(
+        isinstance(node, ast.Slice)
+        and node.step is not None
+        and node.lower is not None
+        and bool(names_in(node.lower) & targets)
+        and not names_in(node.step) & targets
+        for node in ast.walk(index)
+    )
+
+
 def _whole_operation(value: ast.expr, ctx: Context) -> bool:
     """A value computed per iteration by a whole-array algorithm: a function of the file, a
     function the code was handed or imported from its own package (`gaussian(image, s)`,
@@ -276,6 +291,8 @@ def check_element_write(node: ast.Assign | ast.AugAssign, ctx: Context) -> None:
             continue
         if _strided(loop) and not _element_index(target.slice, loop.targets):
             continue  # `for start in range(0, n, chunk): x[start:end] += …`: chunk by chunk
+        if _interleaved(target.slice, loop.targets):
+            continue  # `out[i::n] = parts[i]`: one strided copy per part, not an element
         held = ctx.value(target.value)
         # a list or dict of tensors (`outputs[i] = …`, `losses[k] += v`) is no GPU array
         if held is None or not held.array_on_gpu:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import builtins
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -124,9 +125,27 @@ def check_clock(node: ast.Call, ctx: Context) -> None:
     if isinstance(func, ast.Attribute) and func.attr == "synchronize":
         _synced(interval, node, ctx)  # an event's or a stream's synchronize()
         return
+    if _opaque(node, ctx):
+        # `postprocess(outputs, …)`, `eval_model(actor, env)`: code the file does not show,
+        # handed the queued work's results, may wait for them before it returns (a gather by
+        # a mask, NMS, a reward read per episode): no proof that work is still queued
+        if not _builtin(node.func) and any(ctx.on_gpu(a) for a in _arguments(node)):
+            interval.pending.clear()
+        return
     value = ctx.value(node)
-    if value is not None and value.on_gpu and not _opaque(node, ctx):
+    if value is not None and value.on_gpu:
         interval.pending.add(value.lib)
+
+
+def _builtin(func: ast.expr) -> bool:
+    return isinstance(func, ast.Name) and func.id in _BUILTINS
+
+
+_BUILTINS = frozenset(dir(builtins))
+
+
+def _arguments(node: ast.Call) -> list[ast.expr]:
+    return [*node.args, *(k.value for k in node.keywords)]
 
 
 def _opaque(node: ast.Call, ctx: Context) -> bool:
@@ -138,9 +157,11 @@ def _opaque(node: ast.Call, ctx: Context) -> bool:
         return False
     if ctx.value(node.func) is not None:
         return False
-    # a model the file was handed (`model(x)`): a forward queues its kernels and returns
+    # a model the file was handed (`model(x)`): a forward queues its kernels and returns;
+    # `eval_model(actor, env)` is a function that does something with one
     name = dotted_name(node.func)
-    return name is None or not fw.MODEL_NAME.search(name.rsplit(".", 1)[-1])
+    last = name.rsplit(".", 1)[-1] if name is not None else ""
+    return not fw.MODEL_NAME.search(last) or bool(fw.ACTS_ON_MODEL.match(last))
 
 
 def name_of_library(node: ast.Call, ctx: Context) -> bool:
