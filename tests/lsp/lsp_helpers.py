@@ -407,3 +407,25 @@ class RawServer:
             self.proc.kill()
             self.proc.wait()
             return None
+
+
+class ProfilingClient(RecordingClient):
+    refreshes: list[str]
+
+
+def make_profiling_client() -> ProfilingClient:
+    """A client that answers, and records, the refreshes the server asks for once a profile
+    is shown (inlay hints, code lenses)."""
+    client: Any = make_client()
+    refreshes: list[str] = []
+    client.refreshes = refreshes
+
+    @client.feature(types.WORKSPACE_INLAY_HINT_REFRESH)
+    def inlay_hint_refresh(params: None = None) -> None:
+        refreshes.append("inlayHint")
+
+    @client.feature(types.WORKSPACE_CODE_LENS_REFRESH)
+    def code_lens_refresh(params: None = None) -> None:
+        refreshes.append("codeLens")
+
+    return client

@@ -22,7 +22,7 @@ from lsp_helpers import (
     code_actions,
     edits_for,
     initialize_params,
-    make_client,
+    make_profiling_client,
     open_document,
     server_config,
     still_answers,
@@ -51,7 +51,7 @@ class EditorClient(RecordingClient):
 
 
 def make_editor_client() -> EditorClient:
-    client: Any = make_client()
+    client: Any = make_profiling_client()  # answers the refreshes a shown profile asks for
     client.answer, client.asked, client.applied = None, [], []
     # lsprotocol reads any code action that carries a command (and no edit) as a bare
     # Command, losing its kind and arguments: tell them apart as the protocol does
@@ -63,14 +63,6 @@ def make_editor_client() -> EditorClient:
         return converter.structure(value, kind)
 
     converter.register_structure_hook(action_or_command, structure)
-
-    @client.feature(types.WORKSPACE_INLAY_HINT_REFRESH)
-    def inlay_hint_refresh(params: None = None) -> None:
-        return None
-
-    @client.feature(types.WORKSPACE_CODE_LENS_REFRESH)
-    def code_lens_refresh(params: None = None) -> None:
-        return None
 
     @client.feature(types.WINDOW_SHOW_MESSAGE_REQUEST)
     def show_message_request(

@@ -22,7 +22,7 @@ from lsp_helpers import (
     RecordingClient,
     change_document,
     initialize_params,
-    make_client,
+    make_profiling_client,
     open_document,
     server_config,
     uri_in,
@@ -60,24 +60,9 @@ def evaluate(model, data):
 """
 
 
-def make_refreshing_client() -> RecordingClient:
-    """A client that answers the refreshes the server asks for once a profile is shown."""
-    client = make_client()
-
-    @client.feature(types.WORKSPACE_INLAY_HINT_REFRESH)
-    def inlay_hint_refresh(params: None = None) -> None:
-        return None
-
-    @client.feature(types.WORKSPACE_CODE_LENS_REFRESH)
-    def code_lens_refresh(params: None = None) -> None:
-        return None
-
-    return client
-
-
 def debug_config() -> pytest_lsp.ClientServerConfig:
     config = server_config(**{ENV: "1"})
-    config.client_factory = make_refreshing_client
+    config.client_factory = make_profiling_client
     return config
 
 

@@ -18,10 +18,10 @@ from typing import Any
 import pytest
 import pytest_lsp
 from lsp_helpers import (
-    RecordingClient,
+    ProfilingClient,
     change_document,
     initialize_params,
-    make_client,
+    make_profiling_client,
     open_document,
     server_config,
     uri_in,
@@ -70,26 +70,6 @@ import os, pathlib, time
 pathlib.Path({str(pid_file)!r}).write_text(str(os.getpid()))
 time.sleep(60)
 """
-
-
-class ProfilingClient(RecordingClient):
-    refreshes: list[str]
-
-
-def make_profiling_client() -> ProfilingClient:
-    client: Any = make_client()
-    refreshes: list[str] = []
-    client.refreshes = refreshes
-
-    @client.feature(types.WORKSPACE_INLAY_HINT_REFRESH)
-    def inlay_hint_refresh(params: None = None) -> None:
-        refreshes.append("inlayHint")
-
-    @client.feature(types.WORKSPACE_CODE_LENS_REFRESH)
-    def code_lens_refresh(params: None = None) -> None:
-        refreshes.append("codeLens")
-
-    return client
 
 
 def profiling_params(root: Path) -> types.InitializeParams:

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 
 from gpulens.analysis.config import Config
 from gpulens.analysis.model import Edit, Finding, Fix, Span
-from gpulens.analysis.source import SyntaxProblem, parse_repaired, split_lines
+from gpulens.analysis.source import SyntaxProblem, common_ends, parse_repaired, split_lines
 from gpulens.analysis.symbols import Value, dotted_name
 
 if TYPE_CHECKING:
@@ -55,34 +55,13 @@ _Parsed = tuple[
 # a block that does not parse may be a wrong split (a call's arguments at column 0): it
 # is tried with up to this many of the blocks after it before it counts as broken
 MAX_MERGE = 8
+# characters compared at a time for what two versions of a text share (`common_ends`)
+TEXT_STEP = 4096
 
 
 def block_starts(lines: list[str]) -> list[int]:
     """Lines where a top-level statement (with its decorators) starts; the first is 0."""
     return _resume_starts(lines, 0, len(lines), set())[0]
-
-
-def _common_ends(old: str, new: str) -> tuple[int, int]:
-    """How many characters ``old`` and ``new`` share at their start, and then at their end
-    (not counting those twice)."""
-    size = min(len(old), len(new))
-    step = 4096  # compared a slice at a time: a keystroke changes a few characters of MBs
-    prefix = 0
-    while prefix + step <= size and old[prefix : prefix + step] == new[prefix : prefix + step]:
-        prefix += step
-    while prefix < size and old[prefix] == new[prefix]:
-        prefix += 1
-    limit, suffix = size - prefix, 0
-    end_old, end_new = len(old), len(new)
-    while (
-        suffix + step <= limit
-        and old[end_old - suffix - step : end_old - suffix]
-        == new[end_new - suffix - step : end_new - suffix]
-    ):
-        suffix += step
-    while suffix < limit and old[end_old - 1 - suffix] == new[end_new - 1 - suffix]:
-        suffix += 1
-    return prefix, suffix
 
 
 def _resume_starts(
@@ -248,7 +227,7 @@ class BlockParser:
         old, order = self._last[0], self.order
         if not order or "\r" in text or "\r" in old or text == old:
             return None
-        prefix, suffix = _common_ends(old, text)
+        prefix, suffix = common_ends(old, text, TEXT_STEP)
         # the lines the edit touched: [a, old_end) of the old text, [a, new_end) of the new
         a = old.count("\n", 0, prefix)
         old_end = old.count("\n", 0, len(old) - suffix) + 1

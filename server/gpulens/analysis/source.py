@@ -6,6 +6,7 @@ import ast
 import itertools
 import re
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from gpulens.analysis.model import Span
@@ -207,3 +208,26 @@ def _parse_blocks(lines: list[str]) -> ast.Module:
         except (SyntaxError, RecursionError, MemoryError, ValueError):
             continue
     return ast.Module(body=body, type_ignores=[])
+
+
+def common_ends(old: Sequence[object], new: Sequence[object], step: int) -> tuple[int, int]:
+    """How many items (characters, lines) ``old`` and ``new`` share at their start, and then
+    at their end (not counting those twice). Compared ``step`` items at a time: an edit
+    changes a few of the millions in a large text."""
+    size = min(len(old), len(new))
+    prefix = 0
+    while prefix + step <= size and old[prefix : prefix + step] == new[prefix : prefix + step]:
+        prefix += step
+    while prefix < size and old[prefix] == new[prefix]:
+        prefix += 1
+    limit, suffix = size - prefix, 0
+    end_old, end_new = len(old), len(new)
+    while (
+        suffix + step <= limit
+        and old[end_old - suffix - step : end_old - suffix]
+        == new[end_new - suffix - step : end_new - suffix]
+    ):
+        suffix += step
+    while suffix < limit and old[end_old - 1 - suffix] == new[end_new - 1 - suffix]:
+        suffix += 1
+    return prefix, suffix

@@ -57,13 +57,16 @@ from pygls.uris import to_fs_path
 from pygls.workspace.position_codec import PositionCodec
 
 from gpulens.analysis.encoding import SourceDecodeError, decode_source
-from gpulens.analysis.source import source_lines
+from gpulens.analysis.source import common_ends, source_lines
 from gpulens.lsp.convert import LineIndex
 from gpulens.lsp.documents import notebook_of, open_document
 from gpulens.lsp.settings import plain
 from gpulens.lsp.text_documents import LspTextDocument
 from gpulens.lsp.trust import UNTRUSTED_LENS, UNTRUSTED_PROFILE, may_profile
 from gpulens.profiler.cells import Cell, cell_at_line, sets_up_process_group, split_cells
+
+# lines compared at a time for what two versions of a text share (`common_ends`)
+LINES_STEP = 1024
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
@@ -92,7 +95,7 @@ def carry_over(old: Sequence[str], new: Sequence[str], results: Mapping[int, T])
     """Results keyed by 0-based line of the text `old`, moved onto the text `new` (both as
     lists of lines): lines before the first changed one keep their number, lines after the
     last changed one move with the edit, and changed or removed lines lose their result."""
-    prefix, suffix = _shared_ends(old, new)
+    prefix, suffix = common_ends(old, new, LINES_STEP)
     shift = len(new) - len(old)
     moved: dict[int, T] = {}
     for line, result in results.items():
@@ -114,7 +117,7 @@ def lines_after(old: str, new: str, old_lines: list[str]) -> list[str]:
     on each keystroke)."""
     if "\r" in old or "\r" in new:
         return lines_of(new)  # then a line may end at a carriage return: split it all
-    prefix, suffix = _shared_ends(old, new)
+    prefix, suffix = common_ends(old, new, LINES_STEP)
     # without carriage returns the lines are the text split at "\n"; those whose break lies
     # in the shared start, and those after a break in the shared end, are the old ones
     before = old.count("\n", 0, prefix)
@@ -123,27 +126,6 @@ def lines_after(old: str, new: str, old_lines: list[str]) -> list[str]:
     end = new.find("\n", len(new) - suffix) if after else len(new)
     middle = new[start:end].split("\n")
     return [*old_lines[:before], *middle, *old_lines[len(old_lines) - after :]]
-
-
-def _shared_ends(old: Sequence[object], new: Sequence[object]) -> tuple[int, int]:
-    """How many items (characters, lines) `old` and `new` share at their start, then at
-    their end (not counting those twice). Compared a slice at a time: an edit changes few."""
-    size, step = min(len(old), len(new)), 1024
-    prefix = 0
-    while prefix + step <= size and old[prefix : prefix + step] == new[prefix : prefix + step]:
-        prefix += step
-    while prefix < size and old[prefix] == new[prefix]:
-        prefix += 1
-    limit, suffix = size - prefix, 0
-    while (
-        suffix + step <= limit
-        and old[len(old) - suffix - step : len(old) - suffix]
-        == (new[len(new) - suffix - step : len(new) - suffix])
-    ):
-        suffix += step
-    while suffix < limit and old[len(old) - 1 - suffix] == new[len(new) - 1 - suffix]:
-        suffix += 1
-    return prefix, suffix
 
 
 def has_code(cell: Cell) -> bool:
