@@ -125,6 +125,17 @@ def _report_sync(
     where the wait is needed or the value is on the GPU by a guess only."""
     where = loop.describe()
     match need_of(node, loop, ctx):
+        case Need.EXIT if loop.called_from is not None:
+            # the body of a function called per iteration: its return or raise ends the
+            # call, which the loop outside may well go on from
+            ctx.report(
+                SYNC_IN_LOOP,
+                node,
+                f"{what}, on every iteration of {where}, for a test that may end the call "
+                "early (a return, a raise or an assert): the test needs the value. Testing "
+                "every N calls (or once after the loop) would save the other waits.",
+                severity=Severity.HINT,
+            )
         case Need.EXIT:
             ctx.report(
                 SYNC_IN_LOOP,
