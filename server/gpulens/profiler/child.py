@@ -58,6 +58,7 @@ def run_job(
     from gpulens.profiler.capture import (
         MEMORY_BY_DEFAULT,
         describe_error,
+        preloaded,
         preloading,
         profile_code,
     )
@@ -78,7 +79,8 @@ def run_job(
     namespace: dict[str, Any] = {"__name__": "__main__", "__file__": path, "__builtins__": builtins}
     # the profiler's modules and backend load while the setup code runs (it imports the
     # user's libraries, seconds), not after it, ahead of the profiled cell
-    preloaded = preloading(job.get("backend", "auto")) if job.get("setup") else None
+    if job.get("setup"):
+        preloading(job.get("backend", "auto"))
     for chunk in job.get("setup", []):
         try:
             exec(compile_chunk(chunk["source"], path, chunk["first_line"]), namespace)
@@ -98,8 +100,7 @@ def run_job(
         return failed_payload(
             source_info, f"line {error.lineno}: {error.msg}", "SyntaxError", code=code_lines
         )
-    if preloaded is not None:
-        preloaded.join()  # nothing of the profiler's runs beside the profiled cell
+    preloaded(timeout=None)  # nothing of the profiler's runs beside the profiled cell
     timed = bool(job.get("timed"))
     started = time.perf_counter()
     # once the cell is done, a late SIGINT must not stop the payload being written (a timed

@@ -194,11 +194,12 @@ def preloading(requested: str = "auto") -> threading.Thread:
     return thread
 
 
-def preloaded(timeout: float = PRELOAD_WAIT_S) -> None:
+def preloaded(timeout: float | None = PRELOAD_WAIT_S) -> None:
     """Waits for the preloads still running. A profile started right after `%load_ext` (an
     editor's "profile cell", a notebook's "Run all") needs what they load; loading it beside
     them instead, the two threads take turns at the GIL and the profile waits a switch
-    interval (5 ms) at each of its C calls: 12-18 ms of a first profile, on an H100."""
+    interval (5 ms) at each of its C calls: 12-18 ms of a first profile, on an H100.
+    `timeout` None: as long as they take."""
     while _PRELOADING:
         _PRELOADING.pop().join(timeout)
 

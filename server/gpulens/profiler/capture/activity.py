@@ -13,12 +13,12 @@ import struct
 from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Any
 
+from gpulens.profiler.capture.libcupti import CUPTI_SUCCESS
 from gpulens.profiler.capture.memory import driver_memory_columns
 
 if TYPE_CHECKING:
     from gpulens.profiler.capture.cupti import CuptiSession
 
-CUPTI_SUCCESS = 0
 # whether the stride walk matched CUPTI's own record cursor (checked once per process)
 _WALK_VERIFIED: list[bool] = []
 _KIND = struct.Struct("<I")

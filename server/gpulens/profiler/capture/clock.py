@@ -64,10 +64,10 @@ class ClockScale(NamedTuple):
         return round(ticks / self.ticks_per_ns)
 
 
-def read(clock: Callable[[], int]) -> Reading:
-    """The session clock between two reads of Unix time, of three tries the tightest."""
+def read(clock: Callable[[], int], tries: int = 3) -> Reading:
+    """The session clock between two reads of Unix time, of `tries` the tightest."""
     best: tuple[int, int, int] | None = None
-    for _ in range(3):
+    for _ in range(tries):
         before = time.time_ns()
         tick = clock()
         after = time.time_ns()

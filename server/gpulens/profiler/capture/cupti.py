@@ -24,11 +24,12 @@ import time
 from typing import Any
 
 from gpulens.profiler.capture import cupti_tables
-from gpulens.profiler.capture.activity import CUPTI_SUCCESS, decode_api_calls, decode_buffers
+from gpulens.profiler.capture.activity import decode_api_calls, decode_buffers
 from gpulens.profiler.capture.clock import ClockScale, Reading, onto_unix, rescale_records
 from gpulens.profiler.capture.cuda_driver import device_name, synchronize_active_contexts
 from gpulens.profiler.capture.cupti_tables import Tables, TablesUnavailable
 from gpulens.profiler.capture.libcupti import (
+    CUPTI_SUCCESS,
     CuptiUnavailable,
     Libcupti,
     loaded_path,
@@ -177,8 +178,9 @@ def _open_now() -> tuple[Tables, Libcupti]:
     loaded = loaded_path()
     if tables is None or (loaded is not None and loaded != tables.libcupti):
         # none kept, or kept for another libcupti than the one this process runs: learn anew
+        # (from the one cupti-python loads, which is then this process's)
         tables = _learn_tables(key)
-    return tables, open_library(loaded_path() or tables.libcupti)
+    return tables, open_library(tables.libcupti)
 
 
 class CuptiSession:

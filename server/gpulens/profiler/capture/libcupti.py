@@ -12,11 +12,8 @@ from __future__ import annotations
 
 import ctypes
 import functools
-import glob
-import os
-import sys
 
-from gpulens.profiler.capture.clock import Reading
+from gpulens.profiler.capture.clock import Reading, read
 
 CUPTI_SUCCESS = 0
 # readings of CUPTI's clock against Unix time: the tightest of this many
@@ -38,19 +35,6 @@ def loaded_path() -> str | None:
     except OSError:
         pass
     return None
-
-
-def wheel_paths() -> list[str]:
-    """libcupti of the nvidia-cuda-cupti wheels on this interpreter's path, newest first."""
-    module = sys.modules.get("nvidia")
-    roots = list(getattr(module, "__path__", []))
-    if not roots:
-        import importlib.util
-
-        spec = importlib.util.find_spec("nvidia")
-        roots = list(spec.submodule_search_locations or []) if spec else []
-    found = [p for root in roots for p in glob.glob(os.path.join(root, "*", "lib", "libcupti.so*"))]
-    return sorted(found, reverse=True)
 
 
 def _check(rc: int, lib: ctypes.CDLL, call: str) -> None:
@@ -116,20 +100,15 @@ class Libcupti:
         _check(self.lib.cuptiGetTimestamp(self._stamp_address), self.lib, "cuptiGetTimestamp")
         return self._stamp.value
 
+    def _stamp_now(self) -> int:
+        """`timestamp` without the check, for readings bracketed tightly (a working CUPTI:
+        `timestamp` succeeded as the library opened)."""
+        self.lib.cuptiGetTimestamp(self._stamp_address)
+        return self._stamp.value
+
     def reading(self) -> Reading:
         """CUPTI's clock between two reads of Unix time, of `READING_TRIES` the tightest."""
-        import time
-
-        stamp = self.lib.cuptiGetTimestamp
-        address, value, best = self._stamp_address, self._stamp, None
-        for _ in range(READING_TRIES):
-            before = time.time_ns()
-            stamp(address)
-            after = time.time_ns()
-            if best is None or after - before < best[0]:
-                best = (after - before, value.value, (before + after) // 2)
-        assert best is not None
-        return Reading(tick=best[1], unix=best[2])
+        return read(self._stamp_now, READING_TRIES)
 
     def enable(self, kind: int) -> None:
         _check(self.lib.cuptiActivityEnable(kind), self.lib, f"cuptiActivityEnable({kind})")
