@@ -46,7 +46,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -313,24 +313,35 @@ class Client:
     async def measured(self, uri: str, timeout: float = 120) -> int:
         """Waits for a publication that carries a profile's figures; how many it carries."""
         document = self.documents[uri]
-        deadline = time.perf_counter() + timeout
-        while not document.measured:
-            document.arrived.clear()
-            remaining = deadline - time.perf_counter()
-            if remaining <= 0:
-                raise TimeoutError(f"no profile's figures published for {uri}")
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(document.arrived.wait(), remaining)
+        await self._until(
+            document,
+            lambda: document.measured > 0,
+            timeout,
+            f"no profile's figures published for {uri}",
+        )
         return document.measured
 
     async def published(self, uri: str, version: int, timeout: float = 120) -> None:
         document = self.documents[uri]
+        await self._until(
+            document,
+            lambda: document.published >= version,
+            timeout,
+            f"no diagnostics for {uri} v{version}",
+        )
+
+    @staticmethod
+    async def _until(
+        document: Document, done: Callable[[], bool], timeout: float, failure: str
+    ) -> None:
+        """Waits for publications of ``document`` until ``done()``; TimeoutError past
+        ``timeout`` seconds."""
         deadline = time.perf_counter() + timeout
-        while document.published < version:
+        while not done():
             document.arrived.clear()
             remaining = deadline - time.perf_counter()
             if remaining <= 0:
-                raise TimeoutError(f"no diagnostics for {uri} v{version}")
+                raise TimeoutError(failure)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(document.arrived.wait(), remaining)
 
