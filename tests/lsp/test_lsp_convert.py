@@ -11,6 +11,7 @@ from pygls.workspace.position_codec import PositionCodec
 
 from gpulens.analysis import Span
 from gpulens.analysis.config import suppression_edit
+from gpulens.analysis.source import split_lines
 from gpulens.lsp.code_actions import wanted
 from gpulens.lsp.convert import LineIndex, edits_to_text_edits, minimal_replacement, offset_at
 from gpulens.lsp.settings import merge, parse_settings, settings_from_initialization_options
@@ -35,6 +36,18 @@ def test_positions_survive_the_round_trip(text: str, data: st.DataObject) -> Non
         line = data.draw(st.integers(0, len(lines) - 1))
         column = data.draw(st.integers(0, len(lines[line].rstrip("\r\n"))))
         assert index.from_client(index.to_client(line, column)) == (line, column)
+
+
+@settings(max_examples=200)
+@given(text=texts)
+def test_an_index_on_the_analysis_lines_is_the_index_of_the_text(text: str) -> None:
+    # the publication hands over the lines its analysis split; the index must neither
+    # differ from one that splits the text nor change the analysis's list
+    lines = split_lines(text)
+    kept = list(lines)
+    given_lines = LineIndex(text, PositionCodec(), lines)
+    assert given_lines.lines == LineIndex(text, PositionCodec()).lines
+    assert lines == kept
 
 
 @settings(max_examples=500)

@@ -23,6 +23,7 @@ import pytest
 from gpulens.analysis import DEFAULT_CONFIG, analyze
 from gpulens.analysis.function_results import FunctionResultsMixin
 from gpulens.analysis.incremental import DocumentAnalyzer
+from gpulens.analysis.source import split_lines
 
 ROOT = Path(__file__).resolve().parents[2]
 FILES = [
@@ -248,3 +249,5 @@ def test_a_text_read_again_from_the_edit_on_parses_as_a_fresh_one(seed: int) -> 
                 (first, key) for first, key, _ in fresh.order
             ]
             assert parser.statement_starts(text) == fresh.statement_starts(text)
+            assert parser.lines_of(text) == split_lines(text)
+            assert parser.lines_of(text + "\n") is None

@@ -296,6 +296,11 @@ class BlockParser:
                 return
         raise KeyError(key)
 
+    def lines_of(self, text: str) -> list[str] | None:
+        """``split_lines(text)``, if it is the last text parsed (the list is never changed
+        in place: a later parse makes a new one)."""
+        return self.lines if self._last[0] == text else None
+
     def statement_starts(self, text: str) -> tuple[int, ...] | None:
         """Where the top-level blocks of ``text`` start, if it is the last text parsed and
         it parsed. Each block parsed on its own, so an edit that keeps the blocks it

@@ -46,6 +46,7 @@ from gpulens.lsp.documents import (
     snapshot_of,
     statement_starts,
     target_of,
+    text_lines,
 )
 from gpulens.lsp.published import PublishedDiagnostics
 from gpulens.lsp.settings import FIRST_SETTINGS_TIMEOUT_S
@@ -106,6 +107,8 @@ class Result:
     analyses: Sequence[Analysis] | None
     # a text document's top-level statements, where its analysis parsed them all
     statement_starts: tuple[int, ...] | None = None
+    # a text document's lines, as its analysis split them
+    lines: list[str] | None = None
 
     def analysis_of(self, uri: str) -> tuple[str, Analysis] | None:
         index = self.snapshot.index_of(uri)
@@ -257,14 +260,16 @@ class DiagnosticsScheduler:
                     self.pool, analyse, snapshot, analyzer
                 )
                 starts = statement_starts(snapshot, analyzer)
+                lines = text_lines(snapshot, analyzer)
             except Exception:
                 # a bug in a rule costs this text its findings, never the session
                 from gpulens.analysis import Analysis
 
                 self._report_failure(snapshot)
                 analyses, starts = [Analysis([]) for _ in snapshot.texts], None
+                lines = None
             state.analysis_s = time.perf_counter() - began
-            result = Result(snapshot, analyses, starts)
+            result = Result(snapshot, analyses, starts, lines)
             latest = snapshot_of(self._server, snapshot.target)
             if latest is not None and latest.same_input(snapshot):
                 state.result = result
@@ -445,7 +450,7 @@ class DiagnosticsScheduler:
             else:
                 shown = () if result.analyses is None else result.analyses[index].findings
             params = state.diagnostics.params_json(
-                uri, snapshot.version_of(uri), text, shown, codec
+                uri, snapshot.version_of(uri), text, shown, codec, lines=result.lines
             )
             self._server.protocol.notify_json(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS, params)
         state.diagnostics.forget_unpublished()

@@ -88,6 +88,13 @@ def statement_starts(snapshot: Snapshot, analyzer: DocumentAnalyzer) -> tuple[in
     return analyzer.blocks.statement_starts(snapshot.texts[0])
 
 
+def text_lines(snapshot: Snapshot, analyzer: DocumentAnalyzer) -> list[str] | None:
+    """A text document's lines as its analysis split them (None for a notebook): the
+    publication converts positions on them instead of splitting the text again. Only
+    while no analysis of the document runs."""
+    return None if snapshot.is_notebook else analyzer.blocks.lines_of(snapshot.texts[0])
+
+
 def parsed_text(snapshot: Snapshot, analyzer: DocumentAnalyzer) -> ParsedText | None:
     """A text document's text as its analysis parsed it (`probe_memo.parsed_text`); None
     for a notebook. Only while no analysis of the document runs."""

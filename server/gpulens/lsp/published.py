@@ -71,9 +71,12 @@ class PublishedDiagnostics:
         text: str,
         shown: Sequence[Finding | Merged],
         codec: PositionCodec,
+        *,
+        lines: Sequence[str] | None = None,
     ) -> str:
         """The params of the publication of ``shown`` for ``text`` as JSON text: findings as
-        the analysis found them, or as shown with a profile merged in."""
+        the analysis found them, or as shown with a profile merged in. ``lines``:
+        ``split_lines(text)`` where the caller has them."""
         if codec is not self._codec:  # another position encoding: nothing written holds
             self._written, self._codec = {}, codec
         written, kept = self._written, self._kept
@@ -89,7 +92,7 @@ class PublishedDiagnostics:
             entry = written.get(id(finding))
             if entry is None or entry[0] is not finding or entry[1] != origin:
                 if index is None:  # only for findings not written before
-                    index = LineIndex(text, codec)
+                    index = LineIndex(text, codec, lines)
                 entry = (finding, origin, diagnostic_json(finding, index, origin))
             kept[id(finding)] = entry
             parts.append(entry[2])
