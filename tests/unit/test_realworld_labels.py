@@ -17,7 +17,7 @@ import pytest
 
 BENCHMARK = Path(__file__).resolve().parents[2] / "benchmarks" / "realworld.py"
 # held-out parts labeled with sites first; their findings are judged once, later
-BLIND = ("heldout2", "heldout3", "heldout4", "heldout5")
+BLIND = ("heldout2", "heldout3", "heldout4", "heldout5", "heldout6")
 
 
 def _load_benchmark():
@@ -66,11 +66,12 @@ def test_a_held_out_part_exists_beside_the_tuned_one() -> None:
     assert splits.count("heldout3") >= 3
     assert splits.count("heldout4") >= 3
     assert splits.count("heldout5") >= 3
+    assert splits.count("heldout6") >= 3
 
 
 @pytest.mark.parametrize(
     ("split", "at_least"),
-    [("heldout2", 40), ("heldout3", 80), ("heldout4", 80), ("heldout5", 80)],
+    [("heldout2", 40), ("heldout3", 80), ("heldout4", 80), ("heldout5", 80), ("heldout6", 80)],
 )
 def test_each_blind_part_lists_sites_of_its_own(split: str, at_least: int) -> None:
     corpus = rw.load_corpus()
@@ -304,7 +305,13 @@ def test_the_report_adds_packages_up_by_split_and_by_rule() -> None:
         ),
         [_seen("pkg/d.py", 2, "GPU004")],
     )
-    report = rw.build_report([tuned, heldout, second, third, fourth, fifth])
+    sixth = rw.score_package(
+        _package(
+            [], [("pkg/e.py", 7, "GPU006", "a pinned batch copied blocking")], split="heldout6"
+        ),
+        [],
+    )
+    report = rw.build_report([tuned, heldout, second, third, fourth, fifth, sixth])
     assert report.by_split["tuned"].all.lenient == 0.0
     assert report.by_split["heldout"].all.strict == 1.0
     assert report.total.all.lenient == pytest.approx(0.5)
@@ -313,17 +320,20 @@ def test_the_report_adds_packages_up_by_split_and_by_rule() -> None:
     assert report.by_split["heldout3"].all.recall == 1.0
     assert report.by_split["heldout4"].all.recall == 0.0
     assert report.by_split["heldout5"].all.recall == 1.0
-    assert report.total.all.recall == pytest.approx(3 / 5)
+    assert report.by_split["heldout6"].all.recall == 0.0
+    assert report.total.all.recall == pytest.approx(3 / 6)
     text = rw.format_text(report)
     assert "heldout part" in text and "GPU001" in text
     assert "all, heldout2 part" in text and "demo-heldout2 (heldout2)" in text
     assert "shown, heldout3 part" in text and "demo-heldout3 (heldout3)" in text
     assert "all, heldout4 part" in text and "demo-heldout4 (heldout4)" in text
     assert "all, heldout5 part" in text and "demo-heldout5 (heldout5)" in text
+    assert "all, heldout6 part" in text and "demo-heldout6 (heldout6)" in text
     # the parts come in their fixed order, the newest last
     assert text.index("all, heldout2 part") < text.index("all, heldout3 part")
     assert text.index("all, heldout3 part") < text.index("all, heldout4 part")
     assert text.index("all, heldout4 part") < text.index("all, heldout5 part")
+    assert text.index("all, heldout5 part") < text.index("all, heldout6 part")
 
 
 def test_hints_are_scored_apart_from_the_findings_shown_by_default() -> None:
