@@ -20,7 +20,7 @@ import pytest
 
 from gpulens.profiler import recorded, schema
 from gpulens.profiler.attribution import attribute_records
-from gpulens.profiler.display import annotate, device_seconds
+from gpulens.profiler.display import annotate, device_seconds, markdown_text
 from gpulens.profiler.report import TEXT_WIDTH, build_payload, failed_payload, render_text
 from gpulens.profiler.schema import RECORD_KINDS, SCHEMA, RecordKind
 
@@ -310,3 +310,17 @@ def test_a_new_record_kind_is_one_class(monkeypatch: pytest.MonkeyPatch) -> None
     gpu_work = [row["cells"][3] for row in payload["display"]["table"]["rows"]]
     assert any("graph" in cell for cell in gpu_work)
     assert "1 graphs" in " ".join(payload["display"]["notes"])
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("3 launches · 1.2 ms", "3 launches · 1.2 ms"),
+        ("void gemm<float>(*)", "void gemm\\<float\\>(\\*)"),
+        ("a_b|c", "a\\_b\\|c"),
+        ("[x] `y` \\", "\\[x\\] \\`y\\` \\\\"),
+        *((f"x{mark} y", f"x\\{mark} y") for mark in "\\`*_[]<>|"),
+    ],
+)
+def test_markdown_text_escapes_each_mark_and_nothing_else(text: str, shown: str) -> None:
+    assert markdown_text(text) == shown
