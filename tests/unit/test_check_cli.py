@@ -471,7 +471,7 @@ def test_fix_refuses_an_edit_that_breaks_the_file(
         bad = Finding(
             "GPU001", Severity.WARNING, "m", source.span(tree.body[0]), (Fix("t", (edit,)),)
         )
-        return [bad], [], ()
+        return [bad], [], (), ()
 
     monkeypatch.setattr(walker, "walk_module", breaking_walk)
     path = write(tmp_path / "a.py", "f()\n")

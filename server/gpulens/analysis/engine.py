@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     import ast
 
     from gpulens.analysis.incremental import BlockParser, FunctionMemo
-    from gpulens.analysis.project import ProjectCall, ProjectView
+    from gpulens.analysis.project import ProjectCall, ProjectReturn, ProjectView
     from gpulens.analysis.regions import Trace
 
 
@@ -28,6 +28,8 @@ class Analysis:
     notes: list[str] = field(default_factory=list)
     # the calls the file makes into the other modules of its project (`ProjectView.record`)
     calls: tuple[ProjectCall, ...] = ()
+    # what its functions return, as the other modules read it (`ProjectView.record`)
+    returns: tuple[ProjectReturn, ...] = ()
 
 
 @contextmanager
@@ -89,10 +91,10 @@ def walk_parsed(
     """`analyze` of a text parsed already (``trace``: see `regions`)."""
     from gpulens.analysis.walker import walk_module
 
-    findings, notes, calls = walk_module(
+    findings, notes, calls, returns = walk_module(
         tree, source, config, memo, repaired, trace=trace, project=project
     )
-    return Analysis(shown(findings, source, config), problem, notes, calls)
+    return Analysis(shown(findings, source, config), problem, notes, calls, returns)
 
 
 def shown(findings: list[Finding], source: SourceText, config: Config) -> list[Finding]:

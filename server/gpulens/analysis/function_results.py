@@ -92,6 +92,8 @@ class FunctionResultsMixin:
     _shared_key: tuple[tuple[object, ...], tuple[object, ...]] | None
     trace: Trace | None
     links: ModuleLinks | None  # where calls into the project's other modules go
+    # what the functions of the other modules the file calls return: (module, key) -> value
+    project_returned: dict[tuple[str, str], Value]
 
     def walk_function(
         self, function: Function, enclosing: Scope, is_method: bool, sites: CallSites | None
@@ -352,8 +354,8 @@ class FunctionResultsMixin:
         """What of the whole file any body may read, once per walk: its functions, classes,
         bases and methods (which of them a call reaches), the names it imports from its own
         package (which framework a base class is), whether it names Apple's GPU
-        (whose lack of float64 the accumulate fix heeds), and where its calls into other
-        modules of its project go."""
+        (whose lack of float64 the accumulate fix heeds), where its calls into other
+        modules of its project go and what those return."""
         if self._file_key is None:
             definitions = self.definitions
             self._file_key = (
@@ -364,6 +366,7 @@ class FunctionResultsMixin:
                 tuple(sorted(definitions.relatives)),
                 mentions_mps(self.ctx),
                 None if self.links is None else self.links.key,
+                tuple(sorted(self.project_returned.items(), key=repr)),
             )
         return self._file_key
 

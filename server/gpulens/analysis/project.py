@@ -26,8 +26,17 @@ Arguments = tuple[tuple[int | str, Value | None], ...]
 # every call reaches it only through a guess
 Incoming = tuple[tuple[str, Arguments, str | None, bool], ...]
 
+# what one module's function returns, as another module reads it: (its module, its key in
+# the module, the value)
+Returns = tuple[tuple[str, str, Value], ...]
+
 # values that mean the same in another module: a def of the caller's file does not
 _PORTABLE = frozenset({Kind.GPU, Kind.GPU_MODULE, Kind.HOST})
+# what a call into another module may return that its caller's walk can use: where the
+# device is (an array, a module, a loader whose batches are placed there). Not the host: a
+# body judged to return host values may fill the list it returns with tensors (`chunks =
+# []` … `chunks.append(...)`), and a false "host" would hide the caller's syncs
+_RETURNABLE = frozenset({Kind.GPU, Kind.GPU_MODULE, Kind.DEVICE_LOADER})
 # classmethods that build an object of their class (`Projection.from_config(cfg, n)`)
 _CONSTRUCTOR_PREFIXES = ("from_", "create", "build", "load")
 
@@ -44,6 +53,16 @@ class ProjectCall:
 
 
 @dataclass(frozen=True, slots=True)
+class ProjectReturn:
+    """What calling a function or method of a module returns, judged from its body in its
+    own file with its parameters unknown (as a call within the file reads it)."""
+
+    module: str
+    key: str  # "f", "Class.method"
+    value: Value
+
+
+@dataclass(frozen=True, slots=True)
 class ProjectView:
     """What one file's walk knows of its project: its module's dotted name, and the calls
     the other modules make into it."""
@@ -52,8 +71,22 @@ class ProjectView:
     is_package: bool = False  # an `__init__.py`: relative imports start at the module itself
     incoming: Incoming = ()
     # resolve and record the calls the file makes into the other modules (for an index;
-    # the analysis a user waits for only reads ``incoming``)
+    # the analysis a user waits for only reads ``incoming`` and ``returns``)
     record: bool = False
+    # what the functions of the other modules this file calls return
+    returns: Returns = ()
+    # the other top-level modules and packages an absolute import of this file reaches in
+    # the project: those beside its top package (or beside the script, whose folder is on
+    # `sys.path` when it runs: `from utils import make_env`)
+    siblings: frozenset[str] = frozenset()
+
+
+def returnable(value: Value | None) -> Value | None:
+    """The part of what a function returns that means the same in the module calling it;
+    a guess in the callee's file is no evidence in the caller's."""
+    if value is None or value.kind not in _RETURNABLE or value.guessed:
+        return None
+    return value if value.origin is None else replace(value, origin=None)
 
 
 def portable(value: Value | None) -> Value | None:
@@ -96,11 +129,12 @@ class ModuleLinks:
     """What a file's names lead to in its project's other modules, read from its imports
     and its assignments (`x = mod.Class(...)`, `self.proj = Projection.from_config(...)`)."""
 
-    __slots__ = ("_attributes", "_locals", "module", "names", "package_top")
+    __slots__ = ("_attributes", "_locals", "module", "names", "package_top", "siblings")
 
     def __init__(self, tree: ast.Module, view: ProjectView) -> None:
         self.module = view.module
         self.package_top = view.module.split(".", 1)[0]
+        self.siblings = view.siblings
         package = view.module if view.is_package else view.module.rpartition(".")[0]
         self.names: dict[str, Target] = {}
         for node in ast.walk(tree):
@@ -133,7 +167,8 @@ class ModuleLinks:
                     self._attributes[node.name] = kept
 
     def _link(self, local: str, target: Target) -> None:
-        if target[0].split(".", 1)[0] == self.package_top:
+        top = target[0].split(".", 1)[0]
+        if top == self.package_top or top in self.siblings:
             self.names[local] = target
         else:
             self.names.pop(local, None)  # rebound to a library
@@ -284,40 +319,102 @@ def _absolute(node: ast.ImportFrom, package: str) -> str | None:
 
 @dataclass(slots=True)
 class ProjectIndex:
-    """The calls each module of a project receives from the others, gathered from the
-    files' walks (the latest walk of each file counts)."""
+    """The calls each module of a project receives from the others, and what the functions
+    each module calls in the others return, gathered from the files' walks (the latest walk
+    of each file counts)."""
 
     modules: dict[str, tuple[str, bool]] = field(default_factory=dict)  # path -> module
     _calls: dict[str, tuple[ProjectCall, ...]] = field(default_factory=dict)  # path -> calls
+    # path -> every function of another module its walk calls, and what its own return
+    _called: dict[str, frozenset[tuple[str, str]]] = field(default_factory=dict)
+    _returns: dict[str, tuple[ProjectReturn, ...]] = field(default_factory=dict)
+    _roots: dict[str, Path] = field(default_factory=dict)
+    _paths: dict[str, list[str]] = field(default_factory=dict)  # module -> its paths
+
+    def __post_init__(self) -> None:
+        for path, (module, is_package) in self.modules.items():
+            # the folder whose entry on `sys.path` makes the module importable by its name
+            parents = Path(path).resolve().parents
+            self._roots[path] = parents[min(module.count(".") + is_package, len(parents) - 1)]
+            self._paths.setdefault(module, []).append(path)
 
     def view(self, path: str) -> ProjectView:
         """What a walk of ``path`` reads of the project."""
         module, is_package = self.modules[path]
-        return ProjectView(module, is_package, self.incoming(module))
+        return ProjectView(
+            module,
+            is_package,
+            self.incoming(path),
+            returns=self.returns_for(path),
+            siblings=self.siblings(path),
+        )
 
-    def record(self, path: str, calls: Iterable[ProjectCall]) -> bool:
-        """The calls the latest walk of ``path`` made; whether they changed."""
+    def record(
+        self, path: str, calls: Iterable[ProjectCall], returns: Iterable[ProjectReturn] = ()
+    ) -> bool:
+        """The calls the latest walk of ``path`` made, and what its functions return;
+        whether they changed."""
         module = self.modules[path][0]
+        calls = tuple(calls)
         kept = tuple(c for c in calls if c.module != module and _informs(c))
-        changed = self._calls.get(path, ()) != kept
-        self._calls[path] = kept
+        called = frozenset((c.module, c.key) for c in calls if c.module != module)
+        returned = tuple(returns)
+        changed = (self._calls.get(path, ()), self._called.get(path), self._returns.get(path)) != (
+            kept,
+            called,
+            returned,
+        )
+        self._calls[path], self._called[path], self._returns[path] = kept, called, returned
         return changed
 
-    def incoming(self, module: str) -> Incoming:
-        """What the other modules pass the functions of ``module``: each distinct call, in
-        a stable order (the walk merges them as it merges a file's own calls)."""
+    def siblings(self, path: str) -> frozenset[str]:
+        """The top-level modules and packages beside ``path``'s own top package or script."""
+        root = self._roots[path]
+        own = self.modules[path][0].split(".", 1)[0]
+        return frozenset(
+            top
+            for other, (module, _) in self.modules.items()
+            if self._roots[other] == root and (top := module.split(".", 1)[0]) != own
+        )
+
+    def resolved(self, module: str, importer: str) -> list[str]:
+        """The paths an import of ``module`` in ``importer`` may load: the one beside it
+        where there is one (each folder of scripts has its own `utils`), else each."""
+        paths = self._paths.get(module, [])
+        if len(paths) < 2:
+            return paths
+        root = self._roots[importer]
+        return [p for p in paths if self._roots[p] == root] or paths
+
+    def incoming(self, path: str) -> Incoming:
+        """What the other modules pass the functions of ``path``: each distinct call, in a
+        stable order (the walk merges them as it merges a file's own calls)."""
+        module = self.modules[path][0]
         found = {
             (call.key, call.arguments, call.hot_call, call.guessed)
-            for calls in self._calls.values()
+            for caller, calls in self._calls.items()
             for call in calls
-            if call.module == module
+            if call.module == module and path in self.resolved(module, caller)
         }
         return tuple(sorted(found, key=repr))
 
+    def returns_for(self, path: str) -> Returns:
+        """What the functions ``path`` calls in the other modules return, where that is
+        known; a call whose callee two files define differently is left out."""
+        found: dict[tuple[str, str], Value | None] = {}
+        for module, key in self._called.get(path, ()):
+            for callee in self.resolved(module, path):
+                for returned in self._returns.get(callee, ()):
+                    if returned.key == key:
+                        seen = found.setdefault((module, key), returned.value)
+                        if seen != returned.value:
+                            found[(module, key)] = None
+        return tuple(sorted(((m, k, v) for (m, k), v in found.items() if v), key=repr))
+
 
 # how often the files called from other files are walked again with what their callers pass
-# them: each round follows the calls one module further (a loop in a script, the method it
-# calls, the helpers that method calls in a third module)
+# them and what their callees return: each round follows the calls one module further (a
+# loop in a script, the method it calls, the helpers that method calls in a third module)
 ROUNDS = 3
 
 Result = TypeVar("Result")
@@ -327,17 +424,21 @@ def settle(
     modules: Mapping[str, tuple[str, bool]],
     walk: Callable[[Sequence[tuple[str, ProjectView]]], Sequence[Result]],
     calls_of: Callable[[Result], Iterable[ProjectCall]],
+    returns_of: Callable[[Result], Iterable[ProjectReturn]] = lambda _: (),
 ) -> tuple[dict[str, ProjectView], dict[str, Result]]:
     """Walks every file of ``modules`` (path -> its module), then again each file whose
-    callers in the other files pass something new, a few rounds at most. ``walk`` walks a
-    batch of files, each with its view of the project, in order. Returns each file's last
-    view (with what the others pass it) and the result of its last walk."""
+    callers in the other files pass something new, or whose callees there return something
+    new, a few rounds at most. ``walk`` walks a batch of files, each with its view of the
+    project, in order. Returns each file's last view and the result of its last walk."""
     index = ProjectIndex(dict(modules))
-    views = {path: ProjectView(*module, (), True) for path, module in modules.items()}
+    views = {
+        path: ProjectView(*module, (), True, siblings=index.siblings(path))
+        for path, module in modules.items()
+    }
     results = dict(zip(views, walk(list(views.items())), strict=True))
     for _ in range(ROUNDS):
         for path, result in results.items():
-            index.record(path, calls_of(result))
+            index.record(path, calls_of(result), returns_of(result))
         again = []
         for path, last in views.items():
             view = replace(index.view(path), record=True)

@@ -51,7 +51,9 @@ class Evaluator:
         "_open_groups",
         "_returns",
         "_static",
+        "_sure",
         "definitions",
+        "foreign_return",
         "imports",
         "judgments_read",
         "loader_classes",
@@ -77,6 +79,9 @@ class Evaluator:
         # what each function of the file returns (and the parts of the tuple it returns),
         # per state of the imports and classes it is judged by (see `state`)
         self._returns: dict[tuple[int, tuple[int, int, int]], Judgment] = {}
+        # the judgments whose every return gives the value judged (no path returns an
+        # unknown or a host value): what another module may take as proven
+        self._sure: set[tuple[int, tuple[int, int, int]]] = set()
         self._static: dict[str, Scope] = {}
         # the judgments asked for outside other judgments, in order: the function and the
         # state it was judged in (a memoized body may read only what its key holds)
@@ -85,6 +90,10 @@ class Evaluator:
         # the source of a function of the file (set by the walker), to find which of them
         # may reach themselves through others: `recursive_groups`, read once per walk
         self.text_of: Callable[[Function], str] | None = None
+        # what a call into another module of the project returns (set by the walker where
+        # that module's walk knows it), given the called expression and whether a function
+        # is being judged apart from its callers
+        self.foreign_return: Callable[[ast.expr, bool], Value | None] | None = None
         self._groups: dict[int, int] | None = None
         self._open_groups: list[int] = []  # the groups of the judgments under way
 
@@ -309,6 +318,10 @@ class Evaluator:
                 return None  # `map(lambda t: t.item(), (a, b))`: host values
             if fw.PREDICATE_NAME.match(func.id):
                 return None  # `is_conversational(x)`, `has_nan(t)`: a Python bool
+        if self.foreign_return is not None and self.value(func) is None:
+            returned = self.foreign_return(func, bool(self._judging))
+            if returned is not None:
+                return returned
         wrapped = self._wrapped_loader(node)
         if wrapped is not None:
             return wrapped
@@ -433,6 +446,12 @@ class Evaluator:
         depends on the callee's text, not on the order functions are walked in."""
         return self._judged(function)[0]
 
+    def returned_surely(self, function: Function) -> Value | None:
+        """`returned`, where every return of the body gives that value (a function that
+        returns its input unchanged on one path, or a host copy on another, gives None)."""
+        returned = self.returned(function)
+        return returned if (id(function), self.state()) in self._sure else None
+
     def returned_parts(self, function: Function) -> Parts:
         """The parts of the tuple ``function`` returns, where every return is a tuple of one
         length (`return train_loader, val_loader`); None otherwise."""
@@ -471,7 +490,10 @@ class Evaluator:
         if group is not None:
             self._open_groups.append(group)
         try:
-            result = (*self._judge_returns(function), reads)
+            returned, parts, sure = self._judge_returns(function)
+            result = (returned, parts, reads)
+            if sure:
+                self._sure.add(key)
         finally:
             if group is not None:
                 self._open_groups.pop()
@@ -532,9 +554,12 @@ class Evaluator:
             scope.bind(f"self.{name}", Value(Kind.FUNCTION, origin=definition))
         return scope
 
-    def _judge_returns(self, function: Function) -> tuple[Value | None, Parts]:
+    def _judge_returns(self, function: Function) -> tuple[Value | None, Parts, bool]:
+        """What the function returns, the parts of the tuple it returns, and whether every
+        return gives that value."""
         returned: Value | None = None
         unknown = False
+        hosts_returned = False
         generator = False
         parts: list[Value | None] | None = None
         tuples = True
@@ -570,6 +595,8 @@ class Evaluator:
                         is_host_expression(value, hosts) or isinstance(value, _RECORDS)
                     ):
                         unknown = True
+                    else:
+                        hosts_returned = True
                     if isinstance(value, ast.Tuple) and tuples:
                         values = [self.value(e) for e in value.elts]
                         if parts is None:
@@ -587,10 +614,10 @@ class Evaluator:
                         returned = Value(Kind.DEVICE_LOADER, found.lib)
         split = tuple(parts) if tuples and parts is not None else None
         if generator:
-            return returned, None
+            return returned, None, not unknown and not hosts_returned
         if returned is not None:
-            return returned, split
-        return (None if unknown else Value(Kind.HOST)), split
+            return returned, split, not unknown and not hosts_returned
+        return (None if unknown else Value(Kind.HOST)), split, not unknown
 
     def _bind_quietly(self, target: ast.expr, value: ast.expr) -> None:
         if (

@@ -30,7 +30,14 @@ from gpulens.analysis.guards import (
 )
 from gpulens.analysis.incremental import CALLED, FunctionMemo
 from gpulens.analysis.model import Finding
-from gpulens.analysis.project import ModuleLinks, ProjectCall, ProjectView, portable
+from gpulens.analysis.project import (
+    ModuleLinks,
+    ProjectCall,
+    ProjectReturn,
+    ProjectView,
+    portable,
+    returnable,
+)
 from gpulens.analysis.rules.registry import CHECKS
 from gpulens.analysis.source import SourceText
 from gpulens.analysis.symbols import (
@@ -62,15 +69,21 @@ def walk_module(
     *,
     trace: Trace | None = None,
     project: ProjectView | None = None,
-) -> tuple[list[Finding], list[str], tuple[ProjectCall, ...]]:
-    """Findings of ``tree``, and the calls it makes into the other modules of its
-    ``project``; ``memo`` replays function bodies of earlier versions, except those
-    holding ``repaired`` lines (parsed as other text than their own). ``trace`` keeps what
-    the next version needs to walk only its target function (`regions`)."""
+) -> tuple[list[Finding], list[str], tuple[ProjectCall, ...], tuple[ProjectReturn, ...]]:
+    """Findings of ``tree``, the calls it makes into the other modules of its ``project``
+    and what its functions return (both where ``project.record``); ``memo`` replays
+    function bodies of earlier versions, except those holding ``repaired`` lines (parsed as
+    other text than their own). ``trace`` keeps what the next version needs to walk only
+    its target function (`regions`)."""
     ctx = Context(source, config, tree)
     definitions = Definitions.of(tree)
-    # the calls into other modules are resolved only where they are recorded for an index
-    links = ModuleLinks(tree, project) if project is not None and project.record else None
+    # the calls into other modules are resolved only where they are recorded for an index,
+    # or where what they return is known
+    links = (
+        ModuleLinks(tree, project)
+        if project is not None and (project.record or project.returns)
+        else None
+    )
     walker = _Walker(ctx, memo, definitions, repaired, trace, project=project, links=links)
     notes: list[str] = []
     try:
@@ -87,8 +100,10 @@ def walk_module(
     if trace is not None:
         trace.walked(walker, notes)
     ctx.finish()
+    recorded = project is not None and project.record
+    returns = walker.project_returns(project.module) if recorded and project else ()
     walker.release()
-    return ctx.findings, notes, walker.project_calls()
+    return ctx.findings, notes, walker.project_calls(), returns
 
 
 class _Walker(FunctionResultsMixin):
@@ -128,9 +143,13 @@ class _Walker(FunctionResultsMixin):
         # modules pass its functions: a call from another file counts as one from this one
         self.links = links
         self._has_loops: dict[int, tuple[Function, bool]] = {}  # (the def kept: ids stay unique)
+        self.project_returned: dict[tuple[str, str], Value] = {}
         if project is not None:
             for key, arguments, hot_call, guessed in project.incoming:
                 self.merge_call(_GUESSED + key if guessed else key, arguments, hot_call)
+            self.project_returned = {(m, k): v for m, k, v in project.returns}
+            if self.project_returned and links is not None:
+                self.evaluator.foreign_return = self.foreign_return
 
     def project_calls(self) -> tuple[ProjectCall, ...]:
         """The calls the walk saw into the project's other modules."""
@@ -146,6 +165,40 @@ class _Walker(FunctionResultsMixin):
                     )
                 )
         return tuple(calls)
+
+    def foreign_return(self, func: ast.expr, judging: bool) -> Value | None:
+        """What a call of ``func``, a function or method of another module of the project,
+        returns where that module's walk knows it. A function judged apart from its callers
+        (``judging``) resolves only names of the module, not its own locals."""
+        assert self.links is not None
+        function = None if judging else self.ctx.function
+        owner = None if judging else self.evaluator.scope.enclosing_class()
+        found = [
+            self.project_returned[target]
+            for target in self.links.targets(func, function, owner.name if owner else None)
+            if target in self.project_returned
+        ]
+        return found[0] if len(set(found)) == 1 else None
+
+    def project_returns(self, module: str) -> tuple[ProjectReturn, ...]:
+        """What the module's functions and methods return, as a call from another module
+        reads it (judged from each body with its parameters unknown)."""
+        definitions = self.definitions
+        functions = [(name, f) for name, f in definitions.functions.items()]
+        functions += [
+            (f"{cls}.{name}", f)
+            for cls, methods in definitions.methods.items()
+            for name, f in methods.items()
+            if not name.startswith("__")
+        ]
+        found = []
+        for key, function in functions:
+            if key in definitions.duplicated or not _returns_something(function):
+                continue
+            value = returnable(self.evaluator.returned_surely(function))
+            if value is not None:
+                found.append(ProjectReturn(module, key, value))
+        return tuple(found)
 
     def release(self) -> None:
         """Breaks the walker's cycle (its evaluator reads texts through it), so that a walk
@@ -1077,6 +1130,17 @@ _BACKWARD = re.compile(r"\.backward\s*\(")
 _GUESSED = "?"
 # the mark of a call into another module of the project (`>pkg.mod:Class.method`)
 _PROJECT = ">"
+
+
+def _returns_something(function: Function) -> bool:
+    """Whether the body has a `return <value>` of its own (a quick test before judging)."""
+    return any(
+        isinstance(node, ast.Return) and node.value is not None
+        for node in ast.walk(function)
+        if not isinstance(node, ast.Lambda)
+    )
+
+
 _LOADER_KINDS = (Kind.LOADER, Kind.DEVICE_LOADER)
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 # context managers that time what runs inside them

@@ -17,7 +17,7 @@ from typing import Any
 from gpulens.analysis import Analysis, Config, Finding, analyze, analyze_cells
 from gpulens.analysis.edits import fix_until_stable, line_break_of
 from gpulens.analysis.encoding import SourceDecodeError, decode_source
-from gpulens.analysis.project import ProjectCall, ProjectView
+from gpulens.analysis.project import ProjectCall, ProjectReturn, ProjectView
 from gpulens.analysis.source import SyntaxProblem
 
 
@@ -54,6 +54,7 @@ class FileResult:
     fixed: int = 0
     fixed_text: str | None = None  # the fixed stdin text, printed instead of written
     calls: tuple[ProjectCall, ...] = ()  # into the project's other modules (`Job.project`)
+    returns: tuple[ProjectReturn, ...] = ()  # what its functions return, read by the others
 
 
 def check_file(job: Job) -> FileResult:
@@ -93,6 +94,7 @@ def _check_python(job: Job, result: FileResult) -> None:
     decoded = _decode(job)
     analysis = analyze(decoded.text, job.config, project=job.project)
     result.calls = analysis.calls
+    result.returns = analysis.returns
     shown = decoded.text  # the text the findings are of
     if job.fix:
         outcome = fix_until_stable(

@@ -391,7 +391,9 @@ def run_project(jobs: Sequence[Job]) -> list[FileResult]:
     def walk(batch: Sequence[tuple[str, ProjectView]]) -> list[FileResult]:
         return run_jobs([replace(jobs[linked[p]], fix=False, project=v) for p, v in batch])
 
-    views, walked = settle(modules, walk, lambda result: result.calls)
+    views, walked = settle(
+        modules, walk, lambda result: result.calls, lambda result: result.returns
+    )
     if any(job.fix for job in jobs):
         return run_jobs(
             [

@@ -26,7 +26,7 @@ def _inject() -> None:
         return None
 
     def walk_module(tree: Any, source: Any, *args: Any, **kwargs: Any) -> Any:
-        findings, notes, calls = real_walk(tree, source, *args, **kwargs)
+        findings, notes, *project = real_walk(tree, source, *args, **kwargs)
         lines = [line.rstrip("\r\n") for line in source.lines]
         a, b, c = found(lines, "OVERLAP_A"), found(lines, "B_TARGET"), found(lines, "BREAK_ME")
         wide = found(lines, "B_TARGET_X")
@@ -40,7 +40,7 @@ def _inject() -> None:
         if c is not None:
             fix = Fix("Fix C", (Edit(c, "def (:"),))
             extra.append(Finding("GPU903", Severity.WARNING, "C", c, (fix,)))
-        return [*findings, *extra], notes, calls
+        return ([*findings, *extra], notes, *project)
 
     walker.walk_module = walk_module
 

@@ -81,7 +81,8 @@ def project_analyses(folder: Path) -> dict[Path, Analysis]:
     def walk(batch: list[tuple[str, ProjectView]]) -> list[Analysis]:
         return [analyze(texts[path], DEFAULT_CONFIG, project=view) for path, view in batch]
 
-    _, analyses = settle({str(p): module_name(p) for p in files}, walk, lambda a: a.calls)
+    modules = {str(p): module_name(p) for p in files}
+    _, analyses = settle(modules, walk, lambda a: a.calls, lambda a: a.returns)
     return {Path(path): analysis for path, analysis in analyses.items()}
 
 
