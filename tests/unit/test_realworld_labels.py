@@ -17,7 +17,7 @@ import pytest
 
 BENCHMARK = Path(__file__).resolve().parents[2] / "benchmarks" / "realworld.py"
 # held-out parts labeled with sites first; their findings are judged once, later
-BLIND = ("heldout2", "heldout3", "heldout4", "heldout5", "heldout6")
+BLIND = ("heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7")
 
 
 def _load_benchmark():
@@ -67,11 +67,19 @@ def test_a_held_out_part_exists_beside_the_tuned_one() -> None:
     assert splits.count("heldout4") >= 3
     assert splits.count("heldout5") >= 3
     assert splits.count("heldout6") >= 3
+    assert splits.count("heldout7") >= 3
 
 
 @pytest.mark.parametrize(
     ("split", "at_least"),
-    [("heldout2", 40), ("heldout3", 80), ("heldout4", 80), ("heldout5", 80), ("heldout6", 80)],
+    [
+        ("heldout2", 40),
+        ("heldout3", 80),
+        ("heldout4", 80),
+        ("heldout5", 80),
+        ("heldout6", 80),
+        ("heldout7", 80),
+    ],
 )
 def test_each_blind_part_lists_sites_of_its_own(split: str, at_least: int) -> None:
     corpus = rw.load_corpus()
@@ -311,7 +319,11 @@ def test_the_report_adds_packages_up_by_split_and_by_rule() -> None:
         ),
         [],
     )
-    report = rw.build_report([tuned, heldout, second, third, fourth, fifth, sixth])
+    seventh = rw.score_package(
+        _package([], [("pkg/f.py", 3, "GPU008", "an asnumpy per solver step")], split="heldout7"),
+        [_seen("pkg/f.py", 3, "GPU008")],
+    )
+    report = rw.build_report([tuned, heldout, second, third, fourth, fifth, sixth, seventh])
     assert report.by_split["tuned"].all.lenient == 0.0
     assert report.by_split["heldout"].all.strict == 1.0
     assert report.total.all.lenient == pytest.approx(0.5)
@@ -321,7 +333,8 @@ def test_the_report_adds_packages_up_by_split_and_by_rule() -> None:
     assert report.by_split["heldout4"].all.recall == 0.0
     assert report.by_split["heldout5"].all.recall == 1.0
     assert report.by_split["heldout6"].all.recall == 0.0
-    assert report.total.all.recall == pytest.approx(3 / 6)
+    assert report.by_split["heldout7"].all.recall == 1.0
+    assert report.total.all.recall == pytest.approx(4 / 7)
     text = rw.format_text(report)
     assert "heldout part" in text and "GPU001" in text
     assert "all, heldout2 part" in text and "demo-heldout2 (heldout2)" in text
@@ -329,11 +342,13 @@ def test_the_report_adds_packages_up_by_split_and_by_rule() -> None:
     assert "all, heldout4 part" in text and "demo-heldout4 (heldout4)" in text
     assert "all, heldout5 part" in text and "demo-heldout5 (heldout5)" in text
     assert "all, heldout6 part" in text and "demo-heldout6 (heldout6)" in text
+    assert "all, heldout7 part" in text and "demo-heldout7 (heldout7)" in text
     # the parts come in their fixed order, the newest last
     assert text.index("all, heldout2 part") < text.index("all, heldout3 part")
     assert text.index("all, heldout3 part") < text.index("all, heldout4 part")
     assert text.index("all, heldout4 part") < text.index("all, heldout5 part")
     assert text.index("all, heldout5 part") < text.index("all, heldout6 part")
+    assert text.index("all, heldout6 part") < text.index("all, heldout7 part")
 
 
 def test_hints_are_scored_apart_from_the_findings_shown_by_default() -> None:
