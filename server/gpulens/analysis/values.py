@@ -382,6 +382,9 @@ class Evaluator:
         placed = self.placed_parts(call)
         if placed is not None:
             return placed
+        pair = self._array_pair(call)
+        if pair is not None:
+            return [pair, pair]
         callee = self.value(call.func)
         if callee is None or not isinstance(callee.origin, Function):
             return None
@@ -396,6 +399,26 @@ class Evaluator:
         # whole is judged to give
         whole = element_of(self.value(call))
         return [part if part is not None else whole for part in parts]
+
+    def _array_pair(self, call: ast.Call) -> Value | None:
+        """What each of the two arrays `x.topk(k)`, `torch.sort(x)` or `x.max(dim=1)`
+        return is, where ``x`` is one GPU array: (values, indices) on its device."""
+        func = call.func
+        if not isinstance(func, ast.Attribute) or func.attr not in _PAIR_METHODS:
+            return None
+        name = self.imports.qualname(func) or ""
+        if name.startswith("torch."):
+            array = call.args[0] if call.args else None
+            dims = call.args[1:]
+        else:
+            array = func.value
+            dims = call.args
+        if func.attr in _REDUCTIONS and not dims and keyword(call, "dim") is None:
+            return None  # `x.max()`: one value, no indices
+        value = self.value(array) if array is not None else None
+        if value is None or not value.array_on_gpu:
+            return None
+        return value
 
     def placed_parts(self, call: ast.Call) -> list[Value | None] | None:
         """What `accelerator.prepare(model, opt, loader)` or `fabric.setup(model, opt)`
@@ -950,6 +973,9 @@ def _named_model(node: ast.expr) -> bool:
 
 
 _MAPPING_VIEWS = frozenset({"items", "keys", "values"})
+# methods of an array that return (values, indices); the reductions only when given a dim
+_REDUCTIONS = frozenset({"max", "min", "median"})
+_PAIR_METHODS = _REDUCTIONS | {"topk", "sort", "kthvalue", "mode"}
 
 
 def element_of(value: Value | None) -> Value | None:

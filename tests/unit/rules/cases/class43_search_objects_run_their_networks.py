@@ -41,7 +41,7 @@ class GreedySearch:
             for hyp in hyps:
                 logp = torch.log_softmax(self.joint_network(frame, hyp.tokens), dim=-1)
                 values, ids = logp.topk(width)
-                for value, token in zip(values, ids):
+                for value, token in zip(values, ids):  # hint: GPU009
                     score = hyp.score + float(value)  # hint: GPU001
                     candidates.append(Hypothesis(score, hyp.tokens + [token]))
                 if hyp.score > 0:  # must not: GPU001
