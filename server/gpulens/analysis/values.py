@@ -822,6 +822,8 @@ class Evaluator:
             return Value(Kind.GPU, "cupy", exact=True)
         if name.startswith("jax.numpy.") or name in fw.JAX_TO_DEVICE:
             return Value(Kind.GPU, "jax", exact=True)
+        if name.startswith("numpy.") and name.count(".") <= 2:
+            return self._dispatched(node, name)
         if name.startswith(("numpy.", "math.", "time.", "random.", "builtins.")):
             return None
         if name.rsplit(".", 1)[-1] in fw.DEVICE_PLACING_FUNCTIONS:
@@ -838,6 +840,20 @@ class Evaluator:
                 guess = guess or held
             return None if guess is None else Value(Kind.GPU, exact=True, guessed=True)
         return ...
+
+    def _dispatched(self, node: ast.Call, name: str) -> Value | None:
+        """`np.linalg.norm(x)` of a CuPy array runs CuPy's own (CuPy arrays implement
+        NumPy's `__array_function__`): a CuPy array or scalar on the device, where the
+        first argument is one. NumPy's conversions to host arrays refuse CuPy arrays."""
+        last = name.rsplit(".", 1)[-1]
+        if last in _NUMPY_CONVERSIONS or last in fw.ARRAY_API_HOST_FUNCTIONS or not node.args:
+            return None
+        if last[:1].isupper() or last in _ARRAY_MODULE_HOST:
+            return None
+        first = self.value(node.args[0])
+        if first is None or first.kind is not Kind.GPU or first.lib != "cupy":
+            return None
+        return Value(Kind.GPU, "cupy", exact=True, guessed=first.guessed)
 
     def _held_gpu(self, node: ast.expr) -> Value | None:
         """The GPU value an argument holds (itself, or in a list or tuple written out)."""
@@ -973,6 +989,10 @@ def _named_model(node: ast.expr) -> bool:
 
 
 _MAPPING_VIEWS = frozenset({"items", "keys", "values"})
+# NumPy functions that make a host array of their input (a CuPy array raises there)
+_NUMPY_CONVERSIONS = frozenset(
+    {"array", "asarray", "asanyarray", "ascontiguousarray", "asfortranarray", "frombuffer"}
+)
 # methods of an array that return (values, indices); the reductions only when given a dim
 _REDUCTIONS = frozenset({"max", "min", "median"})
 _PAIR_METHODS = _REDUCTIONS | {"topk", "sort", "kthvalue", "mode"}
