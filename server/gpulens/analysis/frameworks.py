@@ -268,7 +268,7 @@ MODEL_NAME = re.compile(
 # `build_network`): a call of it runs code of its own, not the model's forward
 ACTS_ON_MODEL = re.compile(
     r"^_?(eval|evaluate|train|test|validate|run|fit|build|make|get|load|save|create|init|"
-    r"export|prepare|wrap|compile|benchmark|profile)_",
+    r"export|prepare|wrap|compile|benchmark|profile|add|register|set)_",
     re.IGNORECASE,
 )
 # methods a framework calls once per step with the batch already on the device, and the

@@ -382,6 +382,9 @@ class Evaluator:
         placed = self.placed_parts(call)
         if placed is not None:
             return placed
+        pair = self._array_pair(call)
+        if pair is not None:
+            return [pair, pair]
         callee = self.value(call.func)
         if callee is None or not isinstance(callee.origin, Function):
             return None
@@ -396,6 +399,26 @@ class Evaluator:
         # whole is judged to give
         whole = element_of(self.value(call))
         return [part if part is not None else whole for part in parts]
+
+    def _array_pair(self, call: ast.Call) -> Value | None:
+        """What each of the two arrays `x.topk(k)`, `torch.sort(x)` or `x.max(dim=1)`
+        return is, where ``x`` is one GPU array: (values, indices) on its device."""
+        func = call.func
+        if not isinstance(func, ast.Attribute) or func.attr not in _PAIR_METHODS:
+            return None
+        name = self.imports.qualname(func) or ""
+        if name.startswith("torch."):
+            array = call.args[0] if call.args else None
+            dims = call.args[1:]
+        else:
+            array = func.value
+            dims = call.args
+        if func.attr in _REDUCTIONS and not dims and keyword(call, "dim") is None:
+            return None  # `x.max()`: one value, no indices
+        value = self.value(array) if array is not None else None
+        if value is None or not value.array_on_gpu:
+            return None
+        return value
 
     def placed_parts(self, call: ast.Call) -> list[Value | None] | None:
         """What `accelerator.prepare(model, opt, loader)` or `fabric.setup(model, opt)`
@@ -799,6 +822,8 @@ class Evaluator:
             return Value(Kind.GPU, "cupy", exact=True)
         if name.startswith("jax.numpy.") or name in fw.JAX_TO_DEVICE:
             return Value(Kind.GPU, "jax", exact=True)
+        if name.startswith("numpy.") and name.count(".") <= 2:
+            return self._dispatched(node, name)
         if name.startswith(("numpy.", "math.", "time.", "random.", "builtins.")):
             return None
         if name.rsplit(".", 1)[-1] in fw.DEVICE_PLACING_FUNCTIONS:
@@ -815,6 +840,20 @@ class Evaluator:
                 guess = guess or held
             return None if guess is None else Value(Kind.GPU, exact=True, guessed=True)
         return ...
+
+    def _dispatched(self, node: ast.Call, name: str) -> Value | None:
+        """`np.linalg.norm(x)` of a CuPy array runs CuPy's own (CuPy arrays implement
+        NumPy's `__array_function__`): a CuPy array or scalar on the device, where the
+        first argument is one. NumPy's conversions to host arrays refuse CuPy arrays."""
+        last = name.rsplit(".", 1)[-1]
+        if last in _NUMPY_CONVERSIONS or last in fw.ARRAY_API_HOST_FUNCTIONS or not node.args:
+            return None
+        if last[:1].isupper() or last in _ARRAY_MODULE_HOST:
+            return None
+        first = self.value(node.args[0])
+        if first is None or first.kind is not Kind.GPU or first.lib != "cupy":
+            return None
+        return Value(Kind.GPU, "cupy", exact=True, guessed=first.guessed)
 
     def _held_gpu(self, node: ast.expr) -> Value | None:
         """The GPU value an argument holds (itself, or in a list or tuple written out)."""
@@ -950,6 +989,13 @@ def _named_model(node: ast.expr) -> bool:
 
 
 _MAPPING_VIEWS = frozenset({"items", "keys", "values"})
+# NumPy functions that make a host array of their input (a CuPy array raises there)
+_NUMPY_CONVERSIONS = frozenset(
+    {"array", "asarray", "asanyarray", "ascontiguousarray", "asfortranarray", "frombuffer"}
+)
+# methods of an array that return (values, indices); the reductions only when given a dim
+_REDUCTIONS = frozenset({"max", "min", "median"})
+_PAIR_METHODS = _REDUCTIONS | {"topk", "sort", "kthvalue", "mode"}
 
 
 def element_of(value: Value | None) -> Value | None:

@@ -1260,16 +1260,13 @@ def _fed_to_a_model(function: Function) -> list[str]:
     arguments = function.args
     parameters = [a.arg for a in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs)]
     models = {p for p in parameters if fw.MODEL_NAME.search(p)}
-    if not models:
-        return []
     fed: set[str] = set()
     loops = [n for n in ast.walk(function) if isinstance(n, ast.For | ast.While)]
     for loop in loops:
         for node in ast.walk(loop):
-            match node:
-                case ast.Call(func=ast.Name(id=called)) if called in models:
-                    for argument in (*node.args, *(k.value for k in node.keywords)):
-                        fed |= names_in(argument)
+            if isinstance(node, ast.Call) and _runs_a_model(node.func, models):
+                for argument in (*node.args, *(k.value for k in node.keywords)):
+                    fed |= names_in(argument)
     if not fed:
         return []
     assignments: list[tuple[set[str], ast.expr]] = []
@@ -1279,6 +1276,12 @@ def _fed_to_a_model(function: Function) -> list[str]:
                 assignments.append((set().union(*(names_in(t) for t in targets)), value))
             case ast.AugAssign(target=target, value=value):
                 assignments.append((names_in(target), value))
+            case ast.For(target=ast.Name() as target, iter=iterable) if not (
+                fw.LOADER_NAME.search(dotted_name(iterable) or "")
+            ):
+                # `for frame in features:` runs the model per frame of an array; a loader's
+                # batches (`for x, y in loader`) are what it yields, not the loader
+                assignments.append((names_in(target), iterable))
     grown = True
     while grown:  # what the fed names were computed from is fed too
         grown = False
@@ -1292,6 +1295,18 @@ def _fed_to_a_model(function: Function) -> list[str]:
     required = [a.arg for a in (*arguments.posonlyargs, *arguments.args)]
     required = required[: len(required) - len(arguments.defaults)]
     return [p for p in required if p in fed and p not in models and p not in ("self", "cls")]
+
+
+def _runs_a_model(func: ast.expr, models: set[str]) -> bool:
+    """A call of a model the function was handed (`model(x)`), or of one its object holds
+    (`self.joint_network(x, y)`, `self.model(x)`): the model's forward."""
+    match func:
+        case ast.Name(id=called):
+            return called in models
+        case ast.Attribute(value=ast.Name(id="self"), attr=attr):
+            # `self.add_module(name, layer)` builds the model, it does not run one
+            return bool(fw.MODEL_NAME.search(attr)) and not fw.ACTS_ON_MODEL.match(attr)
+    return False
 
 
 def _few_by_default(function: Function) -> list[str]:

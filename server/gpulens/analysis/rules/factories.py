@@ -54,7 +54,7 @@ def check_cpu_then_moved(node: ast.Call, ctx: Context) -> None:
         return
     source = func.value
     if isinstance(source, ast.Call):
-        factory = source
+        factory = _under_casts(source)
         if not is_cpu_factory(factory, ctx):
             return
         suffix = ctx.source.segment(ctx.span(node))[len(ctx.text(factory)) :]
@@ -69,7 +69,8 @@ def check_cpu_then_moved(node: ast.Call, ctx: Context) -> None:
                 f"Create it on the device (`device={device}`)",
                 (
                     add_keyword(ctx, factory, f"device={device}"),
-                    Edit(_suffix_span(node, factory, ctx), ""),
+                    # `torch.ones(n).float().to(d)` -> `torch.ones(n, device=d).float()`
+                    Edit(_suffix_span(node, source, ctx), ""),
                 ),
                 ctx,
             ),
@@ -149,6 +150,24 @@ def _device_text(node: ast.Call, ctx: Context) -> str | None:
     if not node.args and len(node.keywords) == 1 and node.keywords[0].arg == "device":
         return ctx.text(node.keywords[0].value)
     return None
+
+
+def _under_casts(call: ast.Call) -> ast.Call:
+    """The call a chain of dtype casts starts from: `torch.ones(n)` of
+    `torch.ones(n).float()`, `torch.arange(n).type(dtype)`. A cast computes the same values
+    on either side of the copy."""
+    while (
+        isinstance(call.func, ast.Attribute)
+        and call.func.attr in _CASTS
+        and isinstance(call.func.value, ast.Call)
+        and not call.keywords
+        and len(call.args) <= (1 if call.func.attr == "type" else 0)
+    ):
+        call = call.func.value
+    return call
+
+
+_CASTS = frozenset({"float", "double", "half", "bfloat16", "long", "int", "short", "bool", "type"})
 
 
 def _suffix_span(node: ast.Call, inner: ast.expr, ctx: Context) -> Span:

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import ast
 import builtins
+from dataclasses import replace
 
 from gpulens.analysis import frameworks as fw
 from gpulens.analysis.context import Context, Loop
 from gpulens.analysis.model import Severity
 from gpulens.analysis.rules.common import shown
 from gpulens.analysis.rules.registry import checks, rule
-from gpulens.analysis.symbols import Kind, Value, dotted_name, names_in
+from gpulens.analysis.symbols import Kind, Value, dotted_name, names_in, simple_name
 
 ELEMENTWISE_LOOP = rule(
     "GPU009",
@@ -174,17 +175,101 @@ Body = list[ast.stmt] | list[ast.expr]
 
 
 def _check_iterated(iterated: ast.expr, body: Body, ctx: Context) -> None:
-    value = ctx.value(iterated)
+    zipped = _zipped_array(iterated, ctx)
+    value = zipped or ctx.value(iterated)
     if value is None or not value.array_on_gpu or _runs_a_model(body, ctx):
         return
+    if zipped is not None and (_calls_an_item(body, ctx) or not _reads_on_host_per_item(body)):
+        return
+    if zipped is not None:
+        arrays = "arrays, if on the GPU," if value.guessed else "GPU arrays"
+        what = f"`{shown(ctx, iterated)}` hands out the elements of {arrays} one by one"
+    else:
+        what = f"Iterating over the {_array(value)} `{shown(ctx, iterated)}` hands out its "
+        what += "elements one by one"
     ctx.report(
         ELEMENTWISE_LOOP,
         iterated,
-        f"Iterating over the {_array(value)} `{shown(ctx, iterated)}` hands out its elements "
-        "one by one: every operation on them is a kernel launch of its own. Express the loop "
-        "body as operations on the whole array.",
+        f"{what}: every operation on them is a kernel launch of its own, and reading one "
+        "waits for the GPU. Express the loop body as operations on the whole array.",
         severity=_severity(value),
     )
+
+
+def _zipped_array(iterated: ast.expr, ctx: Context) -> Value | None:
+    """The GPU array a `zip` walks in step with others: `zip(values, ids)` of arrays, or
+    `zip(*pair)` of what `topk`/`sort`/`max(dim)` return (a tuple of arrays of one length:
+    unpacking it hands out their elements side by side)."""
+    if not isinstance(iterated, ast.Call) or simple_name(iterated.func) != "zip":
+        return None
+    arrays: list[Value] = []
+    rows: list[Value] = []
+    for argument in iterated.args:
+        if isinstance(argument, ast.Starred):
+            value = ctx.value(argument.value)
+            if value is not None and value.kind is Kind.GPU:
+                return value if value.exact else replace(value, exact=True)
+            return None
+        if isinstance(argument, ast.Call) and _last(argument.func) in _CHUNKING:
+            return None  # `zip(torch.split(a, sizes), …)`: whole chunks, not elements
+        value = ctx.value(argument)
+        if value is not None and value.array_on_gpu:
+            arrays.append(value)
+        elif value is not None and value.kind is Kind.GPU and _by_position(argument):
+            rows.append(value)  # `pair[0][i]`: a row of an array, with one beside it
+        elif value is not None:
+            return None  # beside a batch or a model's outputs: items, not elements
+    if arrays:
+        return arrays[0]
+    if len(rows) >= 2 and len(rows) == len(iterated.args):  # `zip(ids[q], scores[q])`
+        return replace(rows[0], exact=True)
+    return None
+
+
+_CHUNKING = frozenset({"split", "chunk", "tensor_split", "array_split"})
+
+
+def _reads_on_host_per_item(body: Body) -> bool:
+    """A body that reads values on the host (`float(v)`, `.item()`, a test): the cost of
+    walking elements. One that only runs whole-row operations per item (a row at a time to
+    bound memory) launches per row, by design."""
+    for statement in body:
+        for node in ast.walk(statement):
+            match node:
+                case ast.If(test=ast.Compare()) | ast.IfExp(test=ast.Compare()):
+                    return True
+                case ast.Call(func=ast.Name(id=name)) if name in fw.SYNC_BUILTINS:
+                    return True
+                case ast.Call(func=ast.Attribute(attr=attr)) if attr in fw.SYNC_METHODS:
+                    return True
+    return False
+
+
+def _by_position(node: ast.expr) -> bool:
+    """`pair[0][i]`, `x[:, 1:]`: indexed by position, not a mapping's field by name."""
+    if not isinstance(node, ast.Subscript):
+        return False
+    while isinstance(node, ast.Subscript):
+        if isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):
+            return False
+        node = node.value
+    return True
+
+
+def _calls_an_item(body: Body, ctx: Context) -> bool:
+    """A body that calls what the loop handed it (`for mask, expert in zip(masks,
+    self.experts): … expert(x[idx])`): a step per item, not element-wise work."""
+    for statement in body:
+        for node in ast.walk(statement):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id not in _BUILTINS
+                and ctx.qualname(node.func) is None
+                and ctx.value(node.func) is None
+            ):
+                return True
+    return False
 
 
 def _array(value: Value) -> str:
@@ -311,3 +396,8 @@ def check_element_write(node: ast.Assign | ast.AugAssign, ctx: Context) -> None:
             "Compute all elements with one array operation.",
             severity=_severity(held),
         )
+
+
+def _last(func: ast.expr) -> str:
+    """The called name without its module or object: `split` of `torch.split`."""
+    return (dotted_name(func) or simple_name(func)).rsplit(".", 1)[-1]

@@ -170,7 +170,7 @@ def _report_sync(
                     # a library's hook (or what it calls), handed data by the library's loop
                     unsure = "as the data a library's loop hands its step suggests"
                 else:
-                    unsure = "as its use with the model the function is handed suggests"
+                    unsure = "as its use with a model the code runs suggests"
             ctx.report(
                 SYNC_IN_LOOP,
                 node,
