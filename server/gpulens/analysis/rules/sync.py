@@ -250,7 +250,11 @@ def check_sync_call(node: ast.Call, ctx: Context) -> None:
                 ctx,
                 advice=": the CPU stops feeding the GPU. Accumulate on the device "
                 "(`total += loss.detach()`) and read once after the loop, or every N steps.",
-                unsure="as the backward pass in the loop suggests"
+                unsure=(
+                    "as the backward pass in the loop suggests"
+                    if not isinstance(loop.node, ast.FunctionDef | ast.AsyncFunctionDef)
+                    else "as the backward pass in this step suggests"
+                )
                 if loop.backward
                 else "as the data the framework hands this step suggests",
             )
