@@ -51,6 +51,7 @@ from gpulens.analysis.symbols import (
     names_in,
     simple_name,
 )
+from gpulens.analysis.training import one_training_step
 from gpulens.analysis.values import element_of
 
 if TYPE_CHECKING:
@@ -379,7 +380,7 @@ class _Walker(FunctionResultsMixin):
             if per_step or per_item or not _has_loop(function.body):
                 ctx.loops = [Loop(function, line, frozenset(), None, called_from=sites.hot_call)]
                 ctx.loops[0].per_step = per_step
-        elif _one_training_step(function.body):
+        elif one_training_step(function.body):
             # it runs a backward pass and steps an optimizer: whoever trains calls it once
             # per step, and what it computes is on the model's device (which the file may not
             # show: then what it reads is a hint)
@@ -1137,9 +1138,6 @@ def _says_more(new: str | None, old: str) -> bool:
 _BACKWARD_PATTERN = r"\.backward\s*\(|optim\w*\.step\s*\(\s*[^)\s]"
 _TRAINS = re.compile(_BACKWARD_PATTERN + r"|(?<![.\w])next\s*\(")
 _BACKWARD = re.compile(_BACKWARD_PATTERN)
-# what steps an optimizer: `optimizer.step()`, `self.actor_optim.step()`, `scaler.step(opt)`
-_OPTIMIZER = re.compile(r"optim|^opt(_\w+)?$|scaler", re.IGNORECASE)
-_BACKWARD_METHODS = frozenset({"backward", "manual_backward"})
 # the mark of a call recorded on a guess of what it reaches
 _GUESSED = "?"
 # the mark of a call into another module of the project (`>pkg.mod:Class.method`)
@@ -1180,38 +1178,6 @@ def _calls_of(name: str, text: str) -> int:
 def _is_timer(context: ast.expr) -> bool:
     target = context.func if isinstance(context, ast.Call) else context
     return bool(_TIMER.search(simple_name(target)))
-
-
-def _one_training_step(body: list[ast.stmt]) -> bool:
-    """The body, outside loops of its own, runs a backward pass and steps an optimizer (or
-    hands the optimizer the loss, `self.optim.step(loss)`): it is one training step."""
-    backward = stepped = False
-    pending: list[ast.AST] = list(body)
-    while pending:
-        node = pending.pop()
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-            attribute = node.func.attr
-            receiver = dotted_name(node.func.value)
-            last = receiver.rsplit(".", 1)[-1] if receiver else ""
-            if attribute in _BACKWARD_METHODS:
-                backward = True
-            elif attribute == "step" and _OPTIMIZER.search(last):
-                stepped = True
-                backward = backward or (bool(node.args) and "optim" in last.lower())
-        if not isinstance(node, _OWN_SCOPES):
-            pending.extend(ast.iter_child_nodes(node))
-    return backward and stepped
-
-
-_OWN_SCOPES = (
-    ast.For,
-    ast.AsyncFor,
-    ast.While,
-    ast.FunctionDef,
-    ast.AsyncFunctionDef,
-    ast.ClassDef,
-    ast.Lambda,
-)
 
 
 def _has_loop(body: list[ast.stmt]) -> bool:

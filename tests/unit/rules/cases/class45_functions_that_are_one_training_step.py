@@ -1,10 +1,11 @@
 """A function that is itself one training step (it runs a backward pass and steps an
 optimizer, or hands the loss to an optimizer's `step(loss)`) is called once per step by
 whoever trains, even where no loop of the file calls it: a host read of a tensor it computed
-is a wait per step if that tensor is on the GPU. The file does not show the device (a
-hint) unless it moves the data itself (a warning). Reads where no step is taken, reads of
-host values, and a step taken inside a loop of the function's own (that loop is the hot
-one) are no such thing."""
+(`loss.item()`, `.tolist()`, `float(loss)` of the loss it runs its backward pass on) is a
+wait per step if that tensor is on the GPU. The file does not show the device (a hint)
+unless it moves the data itself (a warning). Reads where no step is taken, reads of host
+values (`float()` of anything but that loss), and a step taken inside a loop of the
+function's own (that loop is the hot one) are no such thing."""
 
 import numpy as np
 import torch
@@ -41,6 +42,28 @@ def learn(model, optimizer, x, y):
     loss.backward()
     optimizer.step()
     return loss.item()  # expect: GPU001
+
+
+class Explainer:
+    def train(self, epoch, model, x, target):
+        self.optimizer.zero_grad()
+        temperature = self.schedule[epoch]
+        loss = self.loss(model(x) / temperature, target)
+        loss.backward()
+        self.optimizer.step()
+        self.last = float(temperature)  # must not: GPU001
+        return float(loss)  # hint: GPU001
+
+
+def fit_steps(model, optimizer, batches):
+    history = []
+    for x, y in batches:
+        loss = F.mse_loss(model(x), y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        history.append(float(loss))  # hint: GPU001
+    return history
 
 
 def evaluate(model, x, y):
