@@ -51,6 +51,7 @@ from gpulens.analysis.symbols import (
     names_in,
     simple_name,
 )
+from gpulens.analysis.training import one_training_step
 from gpulens.analysis.values import element_of
 
 if TYPE_CHECKING:
@@ -379,6 +380,14 @@ class _Walker(FunctionResultsMixin):
             if per_step or per_item or not _has_loop(function.body):
                 ctx.loops = [Loop(function, line, frozenset(), None, called_from=sites.hot_call)]
                 ctx.loops[0].per_step = per_step
+        elif one_training_step(function.body):
+            # it runs a backward pass and steps an optimizer: whoever trains calls it once
+            # per step, and what it computes is on the model's device (which the file may not
+            # show: then what it reads is a hint)
+            called = f"the training loop that calls {function.name}() once per step"
+            step_loop = Loop(function, line, frozenset(), None, called_from=called)
+            step_loop.per_step = step_loop.backward = True
+            ctx.loops = [step_loop]
         try:
             self.scope_body(function.body)
         finally:
@@ -1124,8 +1133,11 @@ def _says_more(new: str | None, old: str) -> bool:
 
 
 # a training step or the next batch: `loss.backward()`, `next(batches)`
-_TRAINS = re.compile(r"\.backward\s*\(|(?<![.\w])next\s*\(")
-_BACKWARD = re.compile(r"\.backward\s*\(")
+# a backward pass: `loss.backward()`, or an optimizer handed the loss (`self.optim.step(loss)`,
+# a wrapper that runs it) or a closure that computes it (`optimizer.step(closure)`)
+_BACKWARD_PATTERN = r"\.backward\s*\(|optim\w*\.step\s*\(\s*[^)\s]"
+_TRAINS = re.compile(_BACKWARD_PATTERN + r"|(?<![.\w])next\s*\(")
+_BACKWARD = re.compile(_BACKWARD_PATTERN)
 # the mark of a call recorded on a guess of what it reaches
 _GUESSED = "?"
 # the mark of a call into another module of the project (`>pkg.mod:Class.method`)

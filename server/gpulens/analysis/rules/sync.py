@@ -14,6 +14,7 @@ from gpulens.analysis.rules.common import after_loop, fix, replace, shown
 from gpulens.analysis.rules.registry import checks, rule
 from gpulens.analysis.rules.timing import in_timed_region, just_before_clock_read
 from gpulens.analysis.symbols import Kind, Value, dotted_name, keyword, names_in, simple_name
+from gpulens.analysis.training import backward_losses
 from gpulens.analysis.values import is_host_expression
 
 SYNC_IN_LOOP = rule(
@@ -250,7 +251,11 @@ def check_sync_call(node: ast.Call, ctx: Context) -> None:
                 ctx,
                 advice=": the CPU stops feeding the GPU. Accumulate on the device "
                 "(`total += loss.detach()`) and read once after the loop, or every N steps.",
-                unsure="as the backward pass in the loop suggests"
+                unsure=(
+                    "as the backward pass in the loop suggests"
+                    if not isinstance(loop.node, ast.FunctionDef | ast.AsyncFunctionDef)
+                    else "as the backward pass in this step suggests"
+                )
                 if loop.backward
                 else "as the data the framework hands this step suggests",
             )
@@ -428,6 +433,16 @@ def _read_at_once(node: ast.expr, ctx: Context) -> bool:
 _IDENTITY = (ast.Is, ast.IsNot, ast.In, ast.NotIn)
 
 
+def _backward_loss(node: ast.Call, loop: Loop, ctx: Context) -> bool:
+    """`float(loss)` in a loop (or a function that is one training step) that runs its
+    backward pass on `loss` (`loss.backward()`, `optimizer.step(loss)`): a tensor, on the
+    model's device, whatever the file says of that device."""
+    if not loop.backward or len(node.args) != 1 or not isinstance(node.args[0], ast.Name):
+        return False
+    name = node.args[0].id
+    return ctx.value(node.args[0]) is None and name in backward_losses(loop.node)
+
+
 def _may_be_tensor(node: ast.expr, ctx: Context) -> bool:
     """Not a host value whatever its names hold (`len(x)`, `x.shape[0]`), nor the result
     of a NumPy or Python function, nor a model."""
@@ -460,6 +475,15 @@ def _check_builtin(node: ast.Call, builtin: str, loop: Loop, ctx: Context) -> No
         return
     gpu_args = [a for a in node.args if ctx.on_gpu(a)]
     if not gpu_args:
+        if builtin == "float" and _backward_loss(node, loop, ctx):
+            _report_guessed_read(
+                node,
+                loop,
+                ctx,
+                advice=": the CPU stops feeding the GPU. Accumulate on the device "
+                "(`total += loss.detach()`) and read once after the loop, or every N steps.",
+                unsure="as the backward pass run on it suggests",
+            )
         return
     if builtin == "print":
         _report_sync(
