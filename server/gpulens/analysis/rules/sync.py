@@ -74,6 +74,13 @@ class Need(enum.Enum):
     TIMED = "timed"  # inside a region the program times
 
 
+# what a per-step read of a loss should become
+_ACCUMULATE_ADVICE = (
+    ": the CPU stops feeding the GPU. Accumulate on the device "
+    "(`total += loss.detach()`) and read once after the loop, or every N steps."
+)
+
+
 def need_of(node: ast.AST, loop: Loop, ctx: Context) -> Need | None:
     if ctx.deciding_exit:
         return Need.EXIT
@@ -199,8 +206,7 @@ def check_sync_call(node: ast.Call, ctx: Context) -> None:
                 "GPU work",
                 loop,
                 ctx,
-                advice=": the CPU stops feeding the GPU. Accumulate on the device "
-                "(`total += loss.detach()`) and read once after the loop, or every N steps.",
+                advice=_ACCUMULATE_ADVICE,
                 subject=receiver,
                 fixes=_accumulate_fixes(node, func.value, receiver, loop, ctx),
             )
@@ -249,8 +255,7 @@ def check_sync_call(node: ast.Call, ctx: Context) -> None:
                 node,
                 loop,
                 ctx,
-                advice=": the CPU stops feeding the GPU. Accumulate on the device "
-                "(`total += loss.detach()`) and read once after the loop, or every N steps.",
+                advice=_ACCUMULATE_ADVICE,
                 unsure=(
                     "as the backward pass in the loop suggests"
                     if not isinstance(loop.node, ast.FunctionDef | ast.AsyncFunctionDef)
@@ -480,8 +485,7 @@ def _check_builtin(node: ast.Call, builtin: str, loop: Loop, ctx: Context) -> No
                 node,
                 loop,
                 ctx,
-                advice=": the CPU stops feeding the GPU. Accumulate on the device "
-                "(`total += loss.detach()`) and read once after the loop, or every N steps.",
+                advice=_ACCUMULATE_ADVICE,
                 unsure="as the backward pass run on it suggests",
             )
         return
