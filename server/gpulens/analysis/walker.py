@@ -101,8 +101,9 @@ def walk_module(
     if trace is not None:
         trace.walked(walker, notes)
     ctx.finish()
-    recorded = project is not None and project.record
-    returns = walker.project_returns(project.module) if recorded and project else ()
+    returns = (
+        walker.project_returns(project.module) if project is not None and project.record else ()
+    )
     walker.release()
     return ctx.findings, notes, walker.project_calls(), returns
 
@@ -185,7 +186,7 @@ class _Walker(FunctionResultsMixin):
         """What the module's functions and methods return, as a call from another module
         reads it (judged from each body with its parameters unknown)."""
         definitions = self.definitions
-        functions = [(name, f) for name, f in definitions.functions.items()]
+        functions = list(definitions.functions.items())
         functions += [
             (f"{cls}.{name}", f)
             for cls, methods in definitions.methods.items()

@@ -33,8 +33,9 @@ from gpulens.profiler.units import short_count, short_seconds
 # a kernel name longer than this is cut in the hover: C++ template names run to kilobytes
 KERNEL_NAME_CHARS = 80
 # what changes Markdown's rendering, escaped in plain text shown as Markdown
-_MARKDOWN_ESCAPES = str.maketrans({char: "\\" + char for char in "\\`*_[]<>|"})
-_MARKDOWN_MARK = re.compile(r"[\\`*_\[\]<>|]")
+_MARKDOWN_MARKS = "\\`*_[]<>|"
+_MARKDOWN_ESCAPES = str.maketrans({char: "\\" + char for char in _MARKDOWN_MARKS})
+_MARKDOWN_MARK = re.compile(f"[{re.escape(_MARKDOWN_MARKS)}]")
 HEAT_DIGITS = 3
 # what `annotate` writes into each line for an editor to draw at it (the line's `hints` are
 # in its hover, and in the report's notes)

@@ -210,7 +210,7 @@ def _zipped_array(iterated: ast.expr, ctx: Context) -> Value | None:
             if value is not None and value.kind is Kind.GPU:
                 return value if value.exact else replace(value, exact=True)
             return None
-        if isinstance(argument, ast.Call) and _last(argument.func) in _CHUNKING:
+        if isinstance(argument, ast.Call) and simple_name(argument.func) in _CHUNKING:
             return None  # `zip(torch.split(a, sizes), …)`: whole chunks, not elements
         value = ctx.value(argument)
         if value is not None and value.array_on_gpu:
@@ -396,8 +396,3 @@ def check_element_write(node: ast.Assign | ast.AugAssign, ctx: Context) -> None:
             "Compute all elements with one array operation.",
             severity=_severity(held),
         )
-
-
-def _last(func: ast.expr) -> str:
-    """The called name without its module or object: `split` of `torch.split`."""
-    return (dotted_name(func) or simple_name(func)).rsplit(".", 1)[-1]
