@@ -19,7 +19,9 @@ reader finds by eye, each with the rule that should report it.
     python benchmarks/realworld.py --json
 
 Precision counts labeled findings: lenient = (tp + negligible) / labeled, strict = tp /
-labeled. A site is found when a finding of the site's rule starts on the site's line; recall
+labeled. A site is found when a finding of the site's rule starts on the site's line, or when a
+finding of another rule starting there was judged tp (the same pitfall named otherwise: the
+user was told, truly; the report says how many sites count that way); recall
 counts only the sites listed by reading the code, not those added later because a finding on
 them was judged tp (`from_finding = true`: every tp finding is a site). Findings
 are counted once per (path, line, rule). Both figures come two ways: over all findings, and
@@ -428,6 +430,7 @@ class Tally:
     fp: int = 0
     sites: int = 0
     sites_found: int = 0
+    found_otherwise: int = 0  # of sites_found: by a tp finding of another rule on the line
 
     @property
     def labeled(self) -> int:
@@ -450,7 +453,15 @@ class Tally:
         return self.sites_found / self.sites if self.sites else None
 
     def add(self, other: Tally) -> None:
-        for name in ("findings", "tp", "negligible", "fp", "sites", "sites_found"):
+        for name in (
+            "findings",
+            "tp",
+            "negligible",
+            "fp",
+            "sites",
+            "sites_found",
+            "found_otherwise",
+        ):
             setattr(self, name, getattr(self, name) + getattr(other, name))
 
     def as_dict(self) -> dict[str, int | float | None]:
@@ -465,6 +476,7 @@ class Tally:
             "precision_strict": self.strict,
             "sites": self.sites,
             "sites_found": self.sites_found,
+            "sites_found_by_another_rule": self.found_otherwise,
             "recall": self.recall,
         }
 
@@ -522,22 +534,33 @@ def score_package(package: Package, observed: Sequence[Observed]) -> PackageScor
                 setattr(tally, label.verdict, getattr(tally, label.verdict) + 1)
     reported = {f.key for f in findings}
     reported_shown = {f.key for f in findings if f.severity in SHOWN}
+    # A tp finding of another rule on a site's line told the user of that pitfall, truly.
+    tp_lines = {f.key[:2] for f in findings if _verdict(labels, f) == "tp"}
+    tp_lines_shown = {f.key[:2] for f in findings if f.severity in SHOWN and f.key[:2] in tp_lines}
     missed = []
     for site in package.sites:
         if site.from_finding:
             continue  # not a site a reader listed first: no part of recall
         score = by_rule.setdefault(site.rule, Score())
         key = (site.path, site.line, site.rule)
-        for tally, found in ((score.all, reported), (score.shown, reported_shown)):
+        views = ((score.all, reported, tp_lines), (score.shown, reported_shown, tp_lines_shown))
+        for tally, found, told in views:
             tally.sites += 1
-            tally.sites_found += key in found
-        if key not in reported:
+            otherwise = key not in found and key[:2] in told
+            tally.sites_found += key in found or otherwise
+            tally.found_otherwise += otherwise
+        if key not in reported and key[:2] not in tp_lines:
             missed.append(site)
     total = Score()
     for score in by_rule.values():
         total.add(score)
     stale = [label for key, label in labels.items() if key not in reported]
     return PackageScore(package, total, dict(sorted(by_rule.items())), unlabeled, stale, missed)
+
+
+def _verdict(labels: dict[tuple[str, int, str], Label], finding: Observed) -> str | None:
+    label = labels.get(finding.key)
+    return None if label is None else label.verdict
 
 
 def build_report(scores: Sequence[PackageScore]) -> Report:
@@ -610,6 +633,14 @@ def format_text(report: Report) -> str:
         lines += [
             f"  {name} {f.path}:{f.line}:{f.column} {f.rule} ({f.severity}) {f.message[:100]}"
             for name, f in unlabeled
+        ]
+    otherwise = report.total.all.found_otherwise
+    if otherwise:
+        lines += [
+            "",
+            f"{otherwise} sites count as found by a tp finding of another rule on their line"
+            f" ({report.total.shown.found_otherwise} of them shown): the same pitfall named"
+            " otherwise",
         ]
     stale = sum(len(s.stale) for s in report.packages)
     if stale:

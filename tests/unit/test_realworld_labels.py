@@ -252,6 +252,36 @@ def test_a_site_added_from_a_judged_finding_counts_for_precision_not_recall() ->
     assert [(s.line, s.rule) for s in score.missed] == [(50, "GPU001")]
 
 
+def test_a_site_told_by_a_tp_finding_of_another_rule_counts_as_found_and_says_so() -> None:
+    """A judge who calls a finding of another rule on the site's line tp says the user was
+    told of that pitfall; a negligible or fp one there, or a hint in the shown view, does not."""
+    package = _package(
+        findings=[
+            ("pkg/a.py", 10, "GPU002", "tp", "the same copy per step, named as a loop's copy"),
+            ("pkg/a.py", 20, "GPU002", "negligible", "true, not worth it"),
+            ("pkg/a.py", 30, "GPU002", "tp", "a hint, judged tp"),
+        ],
+        sites=[
+            ("pkg/a.py", 10, "GPU003", "a host-made tensor moved per step"),
+            ("pkg/a.py", 20, "GPU003", "a host-made tensor moved per step"),
+            ("pkg/a.py", 30, "GPU003", "a host-made tensor moved per step"),
+        ],
+    )
+    observed = [
+        _seen("pkg/a.py", 10, "GPU002"),
+        _seen("pkg/a.py", 20, "GPU002"),
+        _seen("pkg/a.py", 30, "GPU002", severity="hint"),
+    ]
+    score = rw.score_package(package, observed)
+    every, shown = score.total.all, score.total.shown
+    assert (every.sites, every.sites_found, every.found_otherwise) == (3, 2, 2)
+    assert (shown.sites, shown.sites_found, shown.found_otherwise) == (3, 1, 1)
+    assert [s.line for s in score.missed] == [20]
+    report = rw.build_report([score])
+    assert "2 sites count as found by a tp finding of another rule" in rw.format_text(report)
+    assert json.loads(rw.format_json(report))["total"]["sites_found_by_another_rule"] == 2
+
+
 def test_the_loader_reads_from_finding_and_refuses_a_non_boolean(tmp_path: Path) -> None:
     site = '{ path = "pkg/a.py", line = 3, rule = "GPU001", reason = "a sync per step", '
     good = _write(tmp_path, f"sites = [\n  {site}from_finding = true }},\n]\n")
