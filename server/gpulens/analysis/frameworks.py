@@ -171,6 +171,8 @@ EFFECT_METHODS = frozenset(["backward", "record_stream", "synchronize", "block_u
 
 # calls that hand a value to the host and wait for the GPU (GPU001)
 SYNC_METHODS = frozenset({"item", "tolist", "cpu", "numpy"})
+# the logging methods that emit a record at a level (`log` takes its level as an argument)
+LOGGING_LEVELS = frozenset({"debug", "info", "warning", "warn", "error", "critical", "exception"})
 SYNC_BUILTINS = frozenset({"float", "int", "bool", "complex", "str", "repr", "format", "print"})
 # operations whose result's size depends on the values of a GPU array: the host must learn
 # the size before it can allocate the result, so it waits for the GPU to count (PyTorch's

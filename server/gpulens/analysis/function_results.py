@@ -20,7 +20,7 @@ from gpulens.analysis.incremental import (
     shift_finding,
     within,
 )
-from gpulens.analysis.rules.sync import mentions_mps
+from gpulens.analysis.rules.sync import mentions_mps, module_loggers
 from gpulens.analysis.rules.timing import chooses_only_cuda
 from gpulens.analysis.symbols import Kind, Scope, Value
 
@@ -311,6 +311,7 @@ class FunctionResultsMixin:
                 tuple(sorted(evaluator.step_classes.items())),
                 self.file_key(),
                 chooses_only_cuda(self.ctx),  # which wait GPU004's fix writes
+                module_loggers(self.ctx),  # which calls format their arguments (GPU001)
             )
             assert self.memo is not None
             self._shared_key = (state, self.memo.canonical(MemoKey(shared)))

@@ -190,6 +190,8 @@ class Evaluator:
                 return self._attribute(node)
             case ast.Call():
                 return self._call(node)
+            case ast.BinOp(op=ast.Mod(), left=left) if is_text(left):
+                return None  # `"%.4f" % loss`: a Python str (the read is GPU001's)
             case ast.BinOp(left=left, right=right):
                 return self._array_of(left, right)
             case ast.Compare(ops=ops) if any(isinstance(op, _IDENTITY) for op in ops):
@@ -306,6 +308,8 @@ class Evaluator:
 
     def _call(self, node: ast.Call) -> Value | None:
         func = node.func
+        if isinstance(func, ast.Attribute) and func.attr in _STR_METHODS and is_text(func.value):
+            return None  # `"{:.4f}".format(loss)`: a Python str
         if simple_name(func) in fw.ARRAY_MODULE_FUNCTIONS and node.args:
             return ARRAY_MODULE
         qualified = self.imports.cached_qualname(func)
@@ -1028,6 +1032,41 @@ def element_of(value: Value | None) -> Value | None:
     if value.kind in (Kind.GPU, Kind.DEVICE_LOADER):
         return Value(Kind.GPU, value.lib, exact=False, guessed=value.guessed)
     return None
+
+
+def is_text(node: ast.expr) -> bool:
+    """A Python str as the expression's text shows: a literal, an f-string, their sums and
+    repeats (`"%11s" * 2 + "%11.4g"`), and what formatting them gives."""
+    match node:
+        case ast.Constant(value=str()) | ast.JoinedStr():
+            return True
+        case ast.BinOp(op=ast.Add() | ast.Mult(), left=left, right=right):
+            return is_text(left) or is_text(right)
+        case ast.BinOp(op=ast.Mod(), left=left):
+            return is_text(left)
+        case ast.Call(func=ast.Attribute(attr=attr, value=receiver)) if attr in _STR_METHODS:
+            return is_text(receiver)
+    return False
+
+
+def formatted_operands(node: ast.expr) -> list[ast.expr]:
+    """The values a str formatting formats: `"%d %f" % (step, loss)` -> [step, loss] (a
+    `*rest` among them stands for its items), `"{}".format(loss, k=v)` -> [loss, v]; [] for
+    any other expression."""
+    match node:
+        case ast.BinOp(op=ast.Mod(), left=left, right=ast.Tuple(elts=elements)) if is_text(left):
+            return list(elements)
+        case ast.BinOp(op=ast.Mod(), left=left, right=right) if is_text(left):
+            return [right]
+        case ast.Call(func=ast.Attribute(attr="format", value=receiver), args=args) if is_text(
+            receiver
+        ):
+            return [*args, *(k.value for k in node.keywords)]
+    return []
+
+
+# str methods whose result is a str again (what is formatted from a str literal stays text)
+_STR_METHODS = frozenset({"format", "join", "strip", "ljust", "rjust", "center", "replace"})
 
 
 def is_host_expression(node: ast.expr | None, hosts: Container[str] = ()) -> bool:

@@ -15,7 +15,7 @@ from gpulens.analysis.rules.registry import checks, rule
 from gpulens.analysis.rules.timing import in_timed_region, just_before_clock_read
 from gpulens.analysis.symbols import Kind, Value, dotted_name, keyword, names_in, simple_name
 from gpulens.analysis.training import backward_losses
-from gpulens.analysis.values import is_host_expression
+from gpulens.analysis.values import formatted_operands, is_host_expression
 
 SYNC_IN_LOOP = rule(
     "GPU001",
@@ -265,6 +265,8 @@ def check_sync_call(node: ast.Call, ctx: Context) -> None:
                 else "as the data the framework hands this step suggests",
             )
             return
+    if _check_str_format(node, ctx) or _check_logging(node, ctx):
+        return
     if _reads_per_item(node, loop, ctx):
         return
     counted = _counted_array(node, ctx)
@@ -526,6 +528,108 @@ def check_formatted(node: ast.FormattedValue, ctx: Context) -> None:
             advice=". Format it every N steps or after the loop.",
             subject=ctx.value(node.value),
         )
+
+
+@checks(ast.BinOp)
+def check_percent_format(node: ast.BinOp, ctx: Context) -> None:
+    """`"loss=%.5f" % loss`: `%f` and `%d` call `float()` / `int()` on the value, `%s` and
+    `%r` format the whole array; each is a read on the host."""
+    if isinstance(node.op, ast.Mod) and ctx.hot_loop is not None:
+        _report_formatted(formatted_operands(node), ctx, how="with `%`")
+
+
+def _check_str_format(node: ast.Call, ctx: Context) -> bool:
+    """`"{:.4f}".format(loss)`; whether the call is a str's `format`."""
+    operands = formatted_operands(node)
+    if operands:
+        _report_formatted(operands, ctx, how="with `str.format`")
+    return bool(operands)
+
+
+def _report_formatted(operands: list[ast.expr], ctx: Context, *, how: str) -> None:
+    loop = ctx.hot_loop
+    if loop is None:
+        return
+    for operand in operands:
+        if ctx.on_gpu(operand):
+            _report_sync(
+                operand,
+                f"Formatting a GPU value (`{shown(ctx, operand)}`) {how} copies it to the host "
+                "and waits for the GPU",
+                loop,
+                ctx,
+                advice=". Format it every N steps or after the loop.",
+                subject=ctx.value(operand),
+            )
+
+
+def _check_logging(node: ast.Call, ctx: Context) -> bool:
+    """`logger.info("loss %f", loss)`: the logging module formats its arguments when it emits
+    the record, at the call, if the logger's level lets the record through. Whether the call
+    is a logging call."""
+    loop = ctx.hot_loop
+    level = _logging_level(node.func, ctx)
+    if loop is None or level is None:
+        return level is not None
+    for argument in node.args[1:]:
+        if not ctx.on_gpu(argument):
+            continue
+        what = (
+            f"Logging a GPU value (`{shown(ctx, argument)}`) formats it when the record is "
+            "emitted, which copies it to the host and waits for the GPU"
+        )
+        if level == "debug":
+            # off unless someone turns debug logging on: a hint that says so
+            ctx.report(
+                SYNC_IN_LOOP,
+                argument,
+                f"{what}, on every iteration of {loop.describe()}, if debug logging is "
+                "enabled (it is off by default). Log it every N steps or after the loop.",
+                severity=Severity.HINT,
+            )
+        else:
+            _report_sync(
+                argument,
+                what,
+                loop,
+                ctx,
+                advice=". Log it every N steps or after the loop.",
+                subject=ctx.value(argument),
+            )
+        return True
+    return True
+
+
+def _logging_level(func: ast.expr, ctx: Context) -> str | None:
+    """ "info" for `logging.info`, `logging.getLogger(__name__).info`, `logger.info` of a
+    module-level `logger = logging.getLogger(...)` or loguru's `logger`; None for any other
+    call."""
+    if not isinstance(func, ast.Attribute) or func.attr not in fw.LOGGING_LEVELS:
+        return None
+    name = ctx.qualname(func.value, through_calls=True)
+    if name in ("logging", "logging.getLogger", "loguru.logger"):
+        return func.attr
+    if isinstance(func.value, ast.Name) and func.value.id in module_loggers(ctx):
+        return func.attr
+    return None
+
+
+def module_loggers(ctx: Context) -> frozenset[str]:
+    """The names the module binds to `logging.getLogger(...)`. Judged once per state of
+    the imports; a function's memo key holds them."""
+    key = ("module loggers", ctx.imports.version)
+    if key not in ctx.file_facts:
+        ctx.file_facts[key] = frozenset(
+            target.id
+            for statement in ctx.module_tree().body
+            if isinstance(statement, ast.Assign)
+            and isinstance(statement.value, ast.Call)
+            and ctx.qualname(statement.value.func) == "logging.getLogger"
+            for target in statement.targets
+            if isinstance(target, ast.Name)
+        )
+    found = ctx.file_facts[key]
+    return found if isinstance(found, frozenset) else frozenset()
 
 
 @checks(ast.If, ast.IfExp, ast.Assert)
