@@ -486,6 +486,10 @@ LOADER_WRAPPER = re.compile(r"iter|cycle|loader|prefetch|repeat|infinite", re.IG
 HOST_NAME = re.compile(r"(^|_)(shape|shapes|ndim|ndims|dims|dtype)$")
 
 GPU_DEVICE_STRING = re.compile(r"^(cuda|mps|xpu|hip|xla)(:\d+)?$")
+# CUDA tensor types, by their dotted names: `x.type(torch.cuda.HalfTensor)` copies x to the GPU
+CUDA_TENSOR_TYPE = re.compile(
+    r"^torch\.cuda\.(Float|Double|Half|BFloat16|Byte|Char|Short|Int|Long|Bool)Tensor$"
+)
 # names that by convention hold the device the program runs on
 DEVICE_NAME = re.compile(r"^(_?device|dev|_?\w+_device|device_\w+|local_rank|rank)$")
 # functions that move the tensors of a batch they are handed to a device, in place

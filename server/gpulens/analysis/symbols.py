@@ -36,6 +36,9 @@ class Kind(enum.Enum):
     # a small whole number the text shows (a parameter's default of 2): a modulus by it
     # selects every other step or so, not one step in a period
     FEW = "few"
+    # a CUDA tensor type (`torch.cuda.FloatTensor`, its name as a string, what `.type()` of a
+    # GPU tensor returns): `x.type(it)` copies x to the GPU
+    GPU_TYPE = "gpu_type"
 
 
 @dataclass(frozen=True, slots=True)

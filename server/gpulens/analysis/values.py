@@ -33,6 +33,7 @@ from gpulens.analysis.symbols import (
 )
 
 GPU_DEVICE = Value(Kind.DEVICE)
+GPU_TYPE = Value(Kind.GPU_TYPE)
 ARRAY_MODULE = Value(Kind.ARRAY_MODULE, "cupy")
 # functions of an array library whose results are host values, or not arrays
 _ARRAY_MODULE_HOST = frozenset({"asnumpy", "dtype", "finfo", "iinfo", "get_default_memory_pool"})
@@ -149,11 +150,20 @@ class Evaluator:
         return None
 
     def moves_to_gpu(self, call: ast.Call) -> bool:
-        """`x.to(device)`, `x.to("cuda")`, `x.cuda()`, `x.to(device=d, …)`."""
+        """`x.to(device)`, `x.to("cuda")`, `x.cuda()`, `x.to(device=d, …)`, and the casts that
+        copy: `x.type(torch.cuda.FloatTensor)`, `x.type(y.type())`, `x.type_as(y)` of a GPU y."""
         if not isinstance(call.func, ast.Attribute):
             return False
         if call.func.attr == "cuda":
             return True
+        if call.func.attr == "type":  # `x.type(torch.cuda.HalfTensor)`, `x.type(y.type())`
+            named = keyword(call, "dtype")
+            target = call.args[0] if call.args else named.value if named is not None else None
+            found = self.value(target) if target is not None else None
+            return found is not None and found.kind is Kind.GPU_TYPE
+        if call.func.attr == "type_as":  # takes the other tensor's device with its dtype
+            other = self.value(call.args[0]) if len(call.args) == 1 else None
+            return other is not None and other.kind is Kind.GPU and not other.guessed
         if call.func.attr != "to":
             return False
         device = keyword(call, "device")
@@ -201,12 +211,16 @@ class Evaluator:
                     return a
                 if b is not None and b.kind is Kind.GPU:
                     return b
+                if a is not None and b is not None and a.kind is b.kind is Kind.GPU_TYPE:
+                    return a  # `torch.cuda.HalfTensor if half else torch.cuda.FloatTensor`
                 devices = [v for v in (a, b) if v is not None and v.kind is Kind.DEVICE]
                 if devices:  # `"cuda" if torch.cuda.is_available() else "cpu"`
                     return Value(Kind.DEVICE, exact=all(d.exact for d in devices))
                 return None
             case ast.Constant(value=str(text)) if fw.GPU_DEVICE_STRING.match(text):
                 return Value(Kind.DEVICE, exact=text == "cuda")
+            case ast.Constant(value=str(text)) if fw.CUDA_TENSOR_TYPE.match(text):
+                return GPU_TYPE
             case ast.NamedExpr(value=value):
                 return self.value(value)
             case ast.Await(value=value):
@@ -272,6 +286,8 @@ class Evaluator:
         qualified = self.imports.qualname(node)
         if qualified in ("torch.float16", "torch.half", "torch.bfloat16"):
             return None
+        if qualified is not None and fw.CUDA_TENSOR_TYPE.match(qualified):
+            return GPU_TYPE
         if node.attr == "device" and self.is_framework(node.value):
             return GPU_DEVICE
         if node.attr == fw.ARRAY_MODULE_ATTRIBUTE:
@@ -672,7 +688,7 @@ class Evaluator:
     def _method(self, node: ast.Call, method: str, receiver: Value | None) -> Value | None:
         if method in fw.MODULE_PARTS_METHODS:
             return None  # whole parameters and submodules, or their names
-        if method == "cuda" or (method == "to" and self.moves_to_gpu(node)):
+        if method == "cuda" or (method in _MOVES and self.moves_to_gpu(node)):
             if receiver is not None and receiver.kind in (Kind.MODULE, Kind.GPU_MODULE):
                 return Value(Kind.GPU_MODULE, origin=receiver.origin)
             if receiver is None and _builds_module(node.func, self):  # type: ignore[arg-type]
@@ -704,6 +720,8 @@ class Evaluator:
             return receiver
         kind = receiver.kind
         if kind is Kind.GPU:
+            if method == "type" and not node.args and not node.keywords:
+                return None if receiver.guessed else GPU_TYPE  # a string naming a CUDA type
             if method in fw.HOST_RESULT_METHODS or method in fw.EFFECT_METHODS:
                 return None
             if method in _MAPPING_VIEWS:
@@ -989,6 +1007,8 @@ def _named_model(node: ast.expr) -> bool:
 
 
 _MAPPING_VIEWS = frozenset({"items", "keys", "values"})
+# methods that copy their receiver to the GPU when their argument names it (`moves_to_gpu`)
+_MOVES = frozenset({"to", "type", "type_as"})
 # NumPy functions that make a host array of their input (a CuPy array raises there)
 _NUMPY_CONVERSIONS = frozenset(
     {"array", "asarray", "asanyarray", "ascontiguousarray", "asfortranarray", "frombuffer"}

@@ -47,32 +47,39 @@ noise = torch.randn(batch, 128, device=device)
 @checks(ast.Call)
 def check_cpu_then_moved(node: ast.Call, ctx: Context) -> None:
     func = node.func
-    if not isinstance(func, ast.Attribute) or not ctx.evaluator.moves_to_gpu(node):
+    if not isinstance(func, ast.Attribute):
         return
-    device = _device_text(node, ctx)
+    if func.attr in _CASTS_THAT_MOVE:
+        device = _cast_device_text(node, ctx)
+    elif ctx.evaluator.moves_to_gpu(node):
+        device = _device_text(node, ctx)
+    else:
+        return
     if device is None:
         return
     source = func.value
     if isinstance(source, ast.Call):
-        factory = _under_casts(source)
+        factory, steps = _under_host_steps(source, ctx)
         if not is_cpu_factory(factory, ctx):
             return
         suffix = ctx.source.segment(ctx.span(node))[len(ctx.text(factory)) :]
+        # `torch.ones(n).float().to(d)` -> `torch.ones(n, device=d).float()`; a cast that
+        # moves stays, on the device, so the tensor keeps the dtype it names
+        moves = (
+            () if func.attr in _CASTS_THAT_MOVE else (Edit(_suffix_span(node, source, ctx), ""),)
+        )
         ctx.report(
             CPU_THEN_MOVED,
             node,
-            f"`{shown(ctx, factory)}` fills the tensor in host memory, then `{suffix.strip()}` "
+            f"`{shown(ctx, factory)}` fills the tensor in host memory, then `{_one_line(suffix)}` "
             "copies it to the GPU. Pass `device=` so the GPU creates it in place: no host "
             "allocation, no transfer.",
             _device_fixes(
                 factory,
                 f"Create it on the device (`device={device}`)",
-                (
-                    add_keyword(ctx, factory, f"device={device}"),
-                    # `torch.ones(n).float().to(d)` -> `torch.ones(n, device=d).float()`
-                    Edit(_suffix_span(node, source, ctx), ""),
-                ),
+                (add_keyword(ctx, factory, f"device={device}"), *moves),
                 ctx,
+                steps,
             ),
         )
         return
@@ -91,7 +98,8 @@ def check_cpu_then_moved(node: ast.Call, ctx: Context) -> None:
             f"`{source.id}` is made in host memory by `{shown(ctx, made)}` above, then "
             "copied to the GPU here. Pass `device=` to the made so the GPU creates it in "
             "place: no host allocation, no transfer.",
-            _named_fix(node, source.id, made, device, ctx),
+            # removing `x = x.type_as(t)` would lose the dtype it names
+            () if func.attr in _CASTS_THAT_MOVE else _named_fix(node, source.id, made, device, ctx),
         )
 
 
@@ -107,12 +115,17 @@ def is_cpu_factory(call: ast.Call, ctx: Context) -> bool:
 
 
 def _device_fixes(
-    factory: ast.Call, title: str, edits: tuple[Edit, ...], ctx: Context
+    factory: ast.Call,
+    title: str,
+    edits: tuple[Edit, ...],
+    ctx: Context,
+    steps: frozenset[str] = frozenset(),
 ) -> tuple[Fix, ...]:
-    """The fix that passes `device=`, marked with what it changes where it changes values."""
+    """The fix that passes `device=`, marked with what it changes where it changes values
+    (``steps``: the methods run on the host between the factory and the copy)."""
     name = (ctx.qualname(factory.func) or "").rsplit(".", 1)[-1]
     changes = None
-    if name in fw.RANDOM_FACTORIES:
+    if name in fw.RANDOM_FACTORIES or steps & _RANDOM_FILLS:
         changes = "draws from the GPU's random generator: other numbers for the same seed"
     elif name in ("linspace", "logspace") or (name == "arange" and _has_float(factory)):
         changes = "the GPU computes the values: they may differ in the last bits"
@@ -152,22 +165,77 @@ def _device_text(node: ast.Call, ctx: Context) -> str | None:
     return None
 
 
-def _under_casts(call: ast.Call) -> ast.Call:
-    """The call a chain of dtype casts starts from: `torch.ones(n)` of
-    `torch.ones(n).float()`, `torch.arange(n).type(dtype)`. A cast computes the same values
-    on either side of the copy."""
-    while (
-        isinstance(call.func, ast.Attribute)
-        and call.func.attr in _CASTS
-        and isinstance(call.func.value, ast.Call)
-        and not call.keywords
-        and len(call.args) <= (1 if call.func.attr == "type" else 0)
-    ):
+def _one_line(chain: str) -> str:
+    """A method chain written over several lines, as one: `.fill_(s).type_as(x)`."""
+    return "".join(part.strip() for part in chain.splitlines())
+
+
+def _cast_device_text(node: ast.Call, ctx: Context) -> str | None:
+    """The device a cast copies to, as source text: `t.device` of `.type_as(t)` and
+    `.type(t.type())`, `"cuda"` of `.type(torch.cuda.FloatTensor)`. Where `t` is not known to
+    be on the GPU it is taken as `.to(t.device)` is (and where it is known to be on the host,
+    not at all)."""
+    func = node.func
+    assert isinstance(func, ast.Attribute)
+    if len(node.args) != 1 or node.keywords:
+        return None
+    target = node.args[0]
+    if func.attr == "type":
+        match target:
+            case ast.Call(func=ast.Attribute(value=other, attr="type"), args=[], keywords=[]):
+                target = other
+            case _:
+                return '"cuda"' if ctx.evaluator.moves_to_gpu(node) else None
+    other_value = ctx.value(target)
+    if other_value is not None and other_value.kind in (Kind.CPU_TENSOR, Kind.HOST):
+        return None
+    return f"{ctx.text(target)}.device"
+
+
+def _under_host_steps(call: ast.Call, ctx: Context) -> tuple[ast.Call, frozenset[str]]:
+    """The call a chain of host steps starts from, and the steps' names: `torch.ones(n)` of
+    `torch.ones(n).float()`, `torch.arange(n).type(dtype)`, `torch.arange(t).unsqueeze(0)
+    .repeat(b, 1)`, `torch.zeros(1, n).fill_(s)`. Casts, reshapes and fills compute the same
+    values on either side of the copy (fills that draw random numbers, from another
+    generator)."""
+    steps: set[str] = set()
+    while isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Call):
+        step = call.func.attr
+        if step in _CASTS:
+            if call.keywords or len(call.args) > (1 if step == "type" else 0):
+                break
+        elif step in _RESHAPES or step in _FILLS or step in _RANDOM_FILLS:
+            if any(ctx.on_gpu(a) for a in (*call.args, *(k.value for k in call.keywords))):
+                break
+        else:
+            break
+        steps.add(step)
         call = call.func.value
-    return call
+    return call, frozenset(steps)
 
 
 _CASTS = frozenset({"float", "double", "half", "bfloat16", "long", "int", "short", "bool", "type"})
+# casts that copy to the device their argument names (`.type(torch.cuda.FloatTensor)`)
+_CASTS_THAT_MOVE = frozenset({"type", "type_as"})
+_RESHAPES = frozenset(
+    {
+        "unsqueeze",
+        "squeeze",
+        "view",
+        "reshape",
+        "repeat",
+        "expand",
+        "flatten",
+        "t",
+        "transpose",
+        "permute",
+        "contiguous",
+    }
+)
+_FILLS = frozenset({"fill_", "zero_"})
+_RANDOM_FILLS = frozenset(
+    {"uniform_", "normal_", "random_", "bernoulli_", "exponential_", "cauchy_", "log_normal_"}
+)
 
 
 def _suffix_span(node: ast.Call, inner: ast.expr, ctx: Context) -> Span:
