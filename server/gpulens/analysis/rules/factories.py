@@ -85,13 +85,15 @@ def check_cpu_then_moved(node: ast.Call, ctx: Context) -> None:
         return
     if isinstance(source, ast.Name):
         value = ctx.scope.lookup(source.id)
-        if value is None or value.kind is not Kind.CPU_TENSOR:
+        made = value.origin if value is not None and value.kind is Kind.CPU_TENSOR else None
+        if not (
+            isinstance(made, ast.Call)
+            and is_cpu_factory(made, ctx)
+            and _untouched_since(source.id, made, ctx)
+        ):
+            # made lines above and reshaped or combined with numbers in between?
+            _report_made_earlier(node, source.id, device, ctx)
             return
-        made = value.origin
-        if not isinstance(made, ast.Call) or not is_cpu_factory(made, ctx):
-            return
-        if not _untouched_since(source.id, made, ctx):
-            return  # filled or read on the host in between: the copy may be the point
         ctx.report(
             CPU_THEN_MOVED,
             node,
@@ -200,18 +202,24 @@ def _under_host_steps(call: ast.Call, ctx: Context) -> tuple[ast.Call, frozenset
     generator)."""
     steps: set[str] = set()
     while isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Call):
-        step = call.func.attr
-        if step in _CASTS:
-            if call.keywords or len(call.args) > (1 if step == "type" else 0):
-                break
-        elif step in _RESHAPES or step in _FILLS or step in _RANDOM_FILLS:
-            if any(ctx.on_gpu(a) for a in (*call.args, *(k.value for k in call.keywords))):
-                break
-        else:
+        if not _is_host_step(call, ctx):
             break
-        steps.add(step)
+        steps.add(call.func.attr)
         call = call.func.value
     return call, frozenset(steps)
+
+
+def _is_host_step(call: ast.Call, ctx: Context) -> bool:
+    """A cast, reshape or fill of its receiver that computes the same values on either
+    device (a random fill, from another generator)."""
+    if not isinstance(call.func, ast.Attribute):
+        return False
+    step = call.func.attr
+    if step in _CASTS:
+        return not call.keywords and len(call.args) <= (1 if step == "type" else 0)
+    if step in _RESHAPES or step in _FILLS or step in _RANDOM_FILLS:
+        return not any(ctx.on_gpu(a) for a in (*call.args, *(k.value for k in call.keywords)))
+    return False
 
 
 _CASTS = frozenset({"float", "double", "half", "bfloat16", "long", "int", "short", "bool", "type"})
@@ -299,3 +307,203 @@ def _defined_before(name: str, factory: ast.Call, ctx: Context) -> bool:
             ):
                 return True
     return False
+
+
+# -- made lines above, moved through a name ------------------------------------------------
+
+
+def _report_made_earlier(move: ast.Call, name: str, device: str, ctx: Context) -> None:
+    """`mask = 1.0 - torch.eye(n)`, `mask = mask.unsqueeze(0)`, then `mask.to(x.device)`:
+    reported on the factory, where `device=` belongs. The fix passes `device=` there and
+    keeps the move (then a no-op): safe where the device is known at the factory's line and
+    no read of the name outside the steps sees the moved tensor where it saw the host one."""
+    traced = _made_earlier(name, ctx)
+    if traced is None:
+        return
+    factory, made, steps = traced
+    why_not = _why_no_fix(name, device, made, ctx)
+    fixes = (
+        ()
+        if why_not
+        else _device_fixes(
+            factory,
+            f"Create `{name}` on the device (`device={device}`)",
+            (add_keyword(ctx, factory, f"device={device}"),),
+            ctx,
+            steps,
+        )
+    )
+    ctx.report(
+        CPU_THEN_MOVED,
+        factory,
+        f"`{shown(ctx, factory)}` makes `{name}` in host memory; "
+        f"`{_one_line(ctx.text(move))}` below copies it to the GPU. Pass `device=` here so "
+        f"the GPU creates it in place: no host allocation, no transfer.{why_not}",
+        fixes,
+    )
+
+
+def _made_earlier(name: str, ctx: Context) -> tuple[ast.Call, ast.stmt, frozenset[str]] | None:
+    """The factory whose host tensor ``name`` holds at the current statement, the statement
+    of this block that makes it, and the host steps between: each statement between that
+    mentions the name rebinds it to a cast, reshape or fill of itself or to itself plus,
+    minus or times a number (alone, or under an `if` that reads only its shape or whether
+    it is None). The current statement reads the name once, in the move."""
+    if ctx.statements is None:
+        return None
+    body, index = ctx.statements
+    if _loads(body[index], name) != 1:
+        return None
+    steps: set[str] = set()
+    for earlier in reversed(body[:index]):
+        if name not in names_in(earlier):
+            continue
+        inner = earlier
+        if isinstance(earlier, ast.If):
+            if earlier.orelse or len(earlier.body) != 1 or not _metadata_only(earlier.test, name):
+                return None
+            inner = earlier.body[0]
+        match inner:
+            case ast.Assign(targets=[ast.Name(id=target)], value=value) if target == name:
+                base, more = _host_chain(value, ctx)
+            case _:
+                return None
+        steps |= more
+        if isinstance(base, ast.Name) and base.id == name and _loads(value, name) == 1:
+            continue
+        if isinstance(base, ast.Call) and is_cpu_factory(base, ctx) and name not in names_in(value):
+            return base, earlier, frozenset(steps)
+        return None
+    return None
+
+
+def _host_chain(expr: ast.expr, ctx: Context) -> tuple[ast.expr, set[str]]:
+    """What a chain of host steps starts from: `torch.eye(n)` of `1.0 - torch.eye(n)`,
+    `mask` of `mask.unsqueeze(0).repeat(b, 1, 1)`. Adding, subtracting or multiplying by a
+    number rounds once, alike on either device; a division by one may not (the GPU
+    multiplies by the reciprocal)."""
+    steps: set[str] = set()
+    while True:
+        match expr:
+            case ast.BinOp(left=left, op=ast.Add() | ast.Sub() | ast.Mult(), right=right) if (
+                _number(left) or _number(right)
+            ):
+                expr = right if _number(left) else left
+            case ast.Call(func=ast.Attribute(value=inner, attr=step)) if _is_host_step(expr, ctx):
+                steps.add(step)
+                expr = inner
+            case _:
+                return expr, steps
+
+
+def _number(node: ast.expr) -> bool:
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        node = node.operand
+    return (
+        isinstance(node, ast.Constant)
+        and isinstance(node.value, int | float)
+        and not isinstance(node.value, bool)
+    )
+
+
+def _loads(node: ast.AST, name: str) -> int:
+    return sum(
+        isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)
+        for n in ast.walk(node)
+    )
+
+
+def _metadata_only(test: ast.expr, name: str) -> bool:
+    """``test`` reads of ``name`` only what stays the same on either device: its shape, its
+    dtype, whether it is None."""
+    parents = {
+        id(child): parent for parent in ast.walk(test) for child in ast.iter_child_nodes(parent)
+    }
+    for node in ast.walk(test):
+        if not (isinstance(node, ast.Name) and node.id == name):
+            continue
+        parent = parents.get(id(node))
+        match parent:
+            case ast.Attribute(attr=attr) if attr in _METADATA:
+                continue
+            case ast.Call(func=ast.Name(id="len"), args=[_]):
+                continue
+            case ast.Compare(left=left, ops=[ast.Is() | ast.IsNot()], comparators=[other]) if (
+                left is node and isinstance(other, ast.Constant) and other.value is None
+            ):
+                continue
+        return False
+    return True
+
+
+_METADATA = frozenset({"shape", "ndim", "dtype"})
+
+
+def _why_no_fix(name: str, device: str, made: ast.stmt, ctx: Context) -> str:
+    """Why passing `device=` at the factory might change what the program does, as a
+    sentence for the message; "" where it cannot."""
+    assert ctx.statements is not None
+    body, index = ctx.statements
+    start = body.index(made)
+    root = _device_root(device)
+    scope: ast.AST = ctx.function if ctx.function is not None else ast.Module(body=body, type_ignores=[])
+    if root is not None and not _bound_before(root, scope, body, start, index):
+        return f" No safe fix: `{device}` is not known at this line; pass the device it names."
+    if root is None and not (device.startswith(('"', "'"))):
+        return f" No safe fix: `{device}` is not known at this line; pass the device it names."
+    move = body[index]
+    rebinds = any(isinstance(t, ast.Name) and t.id == name for t in getattr(move, "targets", ()))
+    loop = any(
+        isinstance(n, ast.For | ast.AsyncFor | ast.While) and any(s is made for s in ast.walk(n))
+        for n in ast.walk(scope)
+    )
+    first, last = made.lineno, move.end_lineno or move.lineno
+    for node in ast.walk(scope):
+        if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load):
+            if node.lineno > last and not rebinds:
+                return f" No safe fix: `{name}` is read on the host after the copy too."
+            if node.lineno < first and loop:
+                return f" No safe fix: a loop reads `{name}` before it is made."
+    return ""
+
+
+def _device_root(device: str) -> str | None:
+    """The name a device expression starts from: `x` of `x.device`; None for anything but
+    a name or a chain of attributes of one."""
+    try:
+        node: ast.expr = ast.parse(device, mode="eval").body
+    except SyntaxError:
+        return None
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _bound_before(root: str, scope: ast.AST, body: list[ast.stmt], start: int, end: int) -> bool:
+    """``root`` holds the same object from before ``body[start]`` to ``body[end]``: a
+    parameter never rebound, or one assignment earlier in this block; and nothing between
+    assigns to an attribute of it."""
+    stores = [
+        n
+        for n in ast.walk(scope)
+        if isinstance(n, ast.Name) and n.id == root and isinstance(n.ctx, ast.Store)
+    ]
+    arguments = scope.args if isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef) else None
+    parameter = arguments is not None and any(
+        a.arg == root for a in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs)
+    )
+    if parameter:
+        bound = not stores
+    else:
+        bound = len(stores) == 1 and any(
+            any(n is stores[0] for n in ast.walk(s)) for s in body[:start]
+        )
+    if not bound:
+        return False
+    return not any(
+        isinstance(n, ast.Attribute)
+        and isinstance(n.ctx, ast.Store)
+        and _device_root(ast.unparse(n)) == root
+        for s in body[start : end + 1]
+        for n in ast.walk(s)
+    )
