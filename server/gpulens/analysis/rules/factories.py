@@ -446,7 +446,9 @@ def _why_no_fix(name: str, device: str, made: ast.stmt, ctx: Context) -> str:
     body, index = ctx.statements
     start = body.index(made)
     root = _device_root(device)
-    scope: ast.AST = ctx.function if ctx.function is not None else ast.Module(body=body, type_ignores=[])
+    scope: ast.AST = (
+        ctx.function if ctx.function is not None else ast.Module(body=body, type_ignores=[])
+    )
     if root is not None and not _bound_before(root, scope, body, start, index):
         return f" No safe fix: `{device}` is not known at this line; pass the device it names."
     if root is None and not (device.startswith(('"', "'"))):
