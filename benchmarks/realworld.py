@@ -19,7 +19,8 @@ once, later), a verdict for every finding gpulens printed (`tp`: a GPU cost wort
     python benchmarks/realworld.py --json
 
 Precision counts labeled findings: lenient = (tp + negligible) / labeled, strict = tp /
-labeled. A site is found when a finding of the site's rule starts on the site's line, or when a
+labeled. A site is found when a finding of the site's rule starts on the site's line and was not
+judged fp (a false message finds nothing, even on the right line), or when a
 finding of another rule starting there was judged tp (the same pitfall named otherwise: the
 user was told, truly; the report says how many sites count that way); recall
 counts only the sites listed by reading the code, not those added later because a finding on
@@ -533,8 +534,9 @@ def score_package(package: Package, observed: Sequence[Observed]) -> PackageScor
             tally.findings += 1
             if label is not None:
                 setattr(tally, label.verdict, getattr(tally, label.verdict) + 1)
-    reported = {f.key for f in findings}
-    reported_shown = {f.key for f in findings if f.severity in SHOWN}
+    # A finding judged fp told the user something false: it finds no site, even its own.
+    reported = {f.key for f in findings if _verdict(labels, f) != "fp"}
+    reported_shown = {f.key for f in findings if f.severity in SHOWN and f.key in reported}
     # A tp finding of another rule on a site's line told the user of that pitfall, truly.
     tp_lines = {f.key[:2] for f in findings if _verdict(labels, f) == "tp"}
     tp_lines_shown = {f.key[:2] for f in findings if f.severity in SHOWN and f.key[:2] in tp_lines}
@@ -555,7 +557,8 @@ def score_package(package: Package, observed: Sequence[Observed]) -> PackageScor
     total = Score()
     for score in by_rule.values():
         total.add(score)
-    stale = [label for key, label in labels.items() if key not in reported]
+    printed = {f.key for f in findings}
+    stale = [label for key, label in labels.items() if key not in printed]
     return PackageScore(package, total, dict(sorted(by_rule.items())), unlabeled, stale, missed)
 
 

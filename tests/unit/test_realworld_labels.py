@@ -284,6 +284,31 @@ def test_a_site_told_by_a_tp_finding_of_another_rule_counts_as_found_and_says_so
     assert json.loads(rw.format_json(report))["total"]["sites_found_by_another_rule"] == 2
 
 
+def test_a_finding_judged_fp_finds_no_site_even_on_its_own_line() -> None:
+    """An assert's message read as a per-step sync sits on the line of the assert's real sync:
+    a false message there tells the user nothing true, so the site stays missed."""
+    package = _package(
+        findings=[
+            ("pkg/a.py", 10, "GPU001", "fp", "the message is formatted only when the assert fails"),
+            ("pkg/a.py", 20, "GPU001", "negligible", "true, a stop test the algorithm needs"),
+        ],
+        sites=[
+            ("pkg/a.py", 10, "GPU001", "the assert's comparison syncs every step"),
+            ("pkg/a.py", 20, "GPU001", "a sync per step"),
+            ("pkg/a.py", 30, "GPU001", "a sync per step, not judged yet"),
+        ],
+    )
+    observed = [
+        _seen("pkg/a.py", 10, "GPU001"),
+        _seen("pkg/a.py", 20, "GPU001"),
+        _seen("pkg/a.py", 30, "GPU001"),
+    ]
+    score = rw.score_package(package, observed)
+    assert (score.total.all.sites, score.total.all.sites_found) == (3, 2)
+    assert (score.total.shown.sites, score.total.shown.sites_found) == (3, 2)
+    assert [s.line for s in score.missed] == [10]
+
+
 def test_the_loader_reads_from_finding_and_refuses_a_non_boolean(tmp_path: Path) -> None:
     site = '{ path = "pkg/a.py", line = 3, rule = "GPU001", reason = "a sync per step", '
     good = _write(tmp_path, f"sites = [\n  {site}from_finding = true }},\n]\n")
