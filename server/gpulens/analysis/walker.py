@@ -502,6 +502,10 @@ class _Walker(FunctionResultsMixin):
                     self.block(case.body)
                     branches.append(self.evaluator.scope.snapshot())
                 self.join(entry, *branches)
+            case ast.Assert(test=test, msg=msg):
+                self.expression(test)
+                if msg is not None:
+                    self.failure_only(msg)  # evaluated only when the test is false
             case ast.Delete(targets=targets):
                 for target in targets:
                     if isinstance(target, ast.Name):
@@ -638,10 +642,15 @@ class _Walker(FunctionResultsMixin):
             held = self.evaluator.scope.lookup(name)
             if held is not None and held.array_on_gpu:
                 self.bind(name, None)
+        # `if not torch.isfinite(loss): warnings.warn(f"… {loss.item()}")`: the branch runs
+        # only when something went wrong, and its reads at most that once
+        failure = _reports_failure(node.body, self.ctx)
+        self.ctx.host_only += failure
         try:
             self.block(node.body)
         finally:
             self.ctx.host_only -= on_gpu is False
+            self.ctx.host_only -= failure
             if guard:
                 loop.guarded = False  # type: ignore[union-attr]
         after_body = self.evaluator.scope.snapshot()
@@ -652,6 +661,15 @@ class _Walker(FunctionResultsMixin):
         finally:
             self.ctx.host_only -= on_gpu is True
         self.join(after_body, self.evaluator.scope.snapshot())
+
+    def failure_only(self, node: ast.expr) -> None:
+        """Walk what runs only when something failed (an assert's message): it binds and
+        calls as written, and costs no GPU time per step."""
+        self.ctx.host_only += 1
+        try:
+            self.expression(node)
+        finally:
+            self.ctx.host_only -= 1
 
     # -- expressions --------------------------------------------------------------------
 
@@ -1174,6 +1192,32 @@ def _calls_of(name: str, text: str) -> int:
             found += 1
         start = text.find(name, end)
     return found
+
+
+# calls that tell the user something went wrong: `warnings.warn`, `logger.warning(...)`
+_FAILURE_REPORTS = frozenset({"warn", "warning", "error", "exception", "critical"})
+
+
+def _reports_failure(body: list[ast.stmt], ctx: Context) -> bool:
+    """A branch that only warns of a failure (and maybe raises): `warnings.warn(...)`,
+    `logger.error(...)`, `raise`."""
+    reports = False
+    for statement in body:
+        if isinstance(statement, ast.Raise):
+            continue
+        match statement:
+            case ast.Expr(value=ast.Call(func=ast.Attribute(attr=attr) as func)) if (
+                attr in _FAILURE_REPORTS
+                and (ctx.qualname(func) == "warnings.warn" or attr != "warn")
+            ):
+                reports = True
+            case ast.Expr(value=ast.Call(func=ast.Name() as func)) if (
+                ctx.qualname(func) == "warnings.warn"
+            ):
+                reports = True
+            case _:
+                return False
+    return reports
 
 
 def _is_timer(context: ast.expr) -> bool:
