@@ -26,6 +26,7 @@ from gpulens.analysis.guards import (
     is_few,
     leaves_loop,
     narrowed_to_host,
+    needs_cuda,
     runs_once_per_period,
 )
 from gpulens.analysis.incremental import CALLED, FunctionMemo
@@ -358,6 +359,7 @@ class _Walker(FunctionResultsMixin):
             ctx.timers,
             ctx.likely,
             ctx.host_only,
+            ctx.cuda_only,
         )
         self.evaluator.scope = scope
         self.evaluator.invalidate()
@@ -365,6 +367,7 @@ class _Walker(FunctionResultsMixin):
         ctx.loops = []
         ctx.timers = 0
         ctx.host_only = 0
+        ctx.cuda_only = 0
         ctx.likely = sites is not None and sites.guessed
         # a callee with loops of its own is the per-epoch level: its loops are the hot ones,
         # and what runs once per call (a read of the epoch's total) is no pitfall
@@ -399,6 +402,7 @@ class _Walker(FunctionResultsMixin):
                 ctx.timers,
                 ctx.likely,
                 ctx.host_only,
+                ctx.cuda_only,
             ) = saved
             self.evaluator.invalidate()
 
@@ -646,11 +650,14 @@ class _Walker(FunctionResultsMixin):
         # only when something went wrong, and its reads at most that once
         failure = _reports_failure(node.body, self.ctx)
         self.ctx.host_only += failure
+        cuda_only = needs_cuda(node.test)
+        self.ctx.cuda_only += cuda_only
         try:
             self.block(node.body)
         finally:
             self.ctx.host_only -= on_gpu is False
             self.ctx.host_only -= failure
+            self.ctx.cuda_only -= cuda_only
             if guard:
                 loop.guarded = False  # type: ignore[union-attr]
         after_body = self.evaluator.scope.snapshot()
