@@ -339,6 +339,9 @@ class _Walker(FunctionResultsMixin):
         for name in _few_by_default(function):
             if scope.bindings.get(name) is None:
                 scope.bind(name, Value(Kind.FEW))  # `policy_delay: int = 2`
+        for name in _cpu_by_default(function):
+            if scope.bindings.get(name) is None:
+                scope.bind(name, Value(Kind.HOST))  # `device="cpu"`: no GPU by its name
         step = self.framework_step(function, enclosing) if is_method else None
         if step is not None:
             # the framework moved the batch to the device before calling the step
@@ -548,6 +551,9 @@ class _Walker(FunctionResultsMixin):
             evaluator.step_classes[node.name] = fw.LOSS
         saved = evaluator.scope
         evaluator.scope = Scope("class", node.name, saved)
+        for name in _stored_cpu_devices(node):
+            # `super().__init__(device=device)` with `device="cpu"`: the base class keeps it
+            evaluator.scope.bind(name, Value(Kind.HOST))
         saved_loops, self.ctx.loops = self.ctx.loops, []
         try:
             # its methods are walked with the functions of the enclosing scope, once every
@@ -1376,11 +1382,38 @@ def _runs_a_model(func: ast.expr, models: set[str]) -> bool:
 def _few_by_default(function: Function) -> list[str]:
     """The parameters whose default is a small whole number (2 to 4): how often something
     happens in steps, a delay, a count of a few."""
+    return [
+        argument.arg
+        for argument, default in _defaults(function)
+        if isinstance(default, ast.Constant) and is_few(default.value)
+    ]
+
+
+def _cpu_by_default(function: Function) -> list[str]:
+    """The device parameters whose default is the CPU (`device="cpu"`,
+    `device=torch.device("cpu")`): what the function computes on them is on the host
+    unless a caller says otherwise."""
+    return [
+        argument.arg
+        for argument, default in _defaults(function)
+        if fw.DEVICE_NAME.match(argument.arg) and _names_the_cpu(default)
+    ]
+
+
+def _names_the_cpu(node: ast.expr | None) -> bool:
+    match node:
+        case ast.Constant(value="cpu"):
+            return True
+        case ast.Call(func=func, args=[ast.Constant(value="cpu")], keywords=[]):
+            return (dotted_name(func) or "").endswith("device")
+    return False
+
+
+def _defaults(function: Function) -> list[tuple[ast.arg, ast.expr | None]]:
+    """Each parameter with a default, and the default."""
     arguments = function.args
-    if not arguments.defaults and not arguments.kw_defaults:
-        return []
     positional = [*arguments.posonlyargs, *arguments.args]
-    pairs = [
+    return [
         *zip(
             positional[len(positional) - len(arguments.defaults) :],
             arguments.defaults,
@@ -1388,11 +1421,31 @@ def _few_by_default(function: Function) -> list[str]:
         ),
         *zip(arguments.kwonlyargs, arguments.kw_defaults, strict=True),
     ]
-    return [
-        argument.arg
-        for argument, default in pairs
-        if isinstance(default, ast.Constant) and is_few(default.value)
-    ]
+
+
+def _stored_cpu_devices(cls: ast.ClassDef) -> list[str]:
+    """`self.device` / `self._device` where the class's `__init__` takes a device that
+    defaults to the CPU and hands it on (to the base class that stores it) without setting
+    either attribute itself."""
+    init = next(
+        (
+            s
+            for s in cls.body
+            if isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef) and s.name == "__init__"
+        ),
+        None,
+    )
+    if init is None or not cls.bases:
+        return []
+    assigned = {
+        f"self.{t.attr}"
+        for n in ast.walk(cls)
+        if isinstance(n, ast.Assign | ast.AnnAssign | ast.AugAssign)
+        for t in (n.targets if isinstance(n, ast.Assign) else [n.target])
+        if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self"
+    }
+    stored = [f"self.{p}" for name in _cpu_by_default(init) for p in (name, f"_{name}")]
+    return [name for name in stored if name not in assigned]
 
 
 def _enumerated(target: ast.expr) -> ast.expr:
