@@ -840,7 +840,11 @@ class Evaluator:
         if fw.is_module_class(name):
             return Value(Kind.MODULE, origin=node)
         if name.rsplit(".", 1)[-1] == "GradScaler" and name.startswith("torch."):
-            return Value(Kind.SCALER)
+            enabled = keyword(node, "enabled")
+            on = enabled is None or (
+                isinstance(enabled.value, ast.Constant) and enabled.value.value is True
+            )
+            return Value(Kind.SCALER, exact=on)
         if (
             name.startswith(("torch.cuda.", "cupy.cuda.", "numba.cuda."))
             and name not in fw.NUMBA_TO_DEVICE
