@@ -380,6 +380,9 @@ class Evaluator:
     def _hands_cpu_default(self, call: ast.Call) -> bool:
         """A call handed a device named so that defaults to the CPU (a `device="cpu"`
         parameter, or what it set)."""
+        called = self.value(call.func)
+        if called is not None and called.kind in (Kind.GPU_MODULE, Kind.GPU):
+            return False  # a model on the GPU computes there, whatever it is handed
         for argument in (*call.args, *(k.value for k in call.keywords)):
             if fw.DEVICE_NAME.match(simple_name(argument)):
                 held = self.value(argument)
