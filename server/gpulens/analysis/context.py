@@ -117,6 +117,7 @@ class Context:
         "_tree",
         "clock_lines",
         "config",
+        "cuda_only",
         "deciding_exit",
         "evaluator",
         "facts",
@@ -157,6 +158,8 @@ class Context:
         # branches the walk is inside that run only where the data is on the CPU
         # (`if x.device.type == "cpu":`): nothing there waits for a GPU
         self.host_only = 0
+        # branches that run only where CUDA is (`if torch.cuda.is_available():`)
+        self.cuda_only = 0
         # walking a function that only guessed calls reach: its warnings are hints
         self.likely = False
         self.clock_lines: dict[int, tuple[int, ...]] = {}  # per function: host clock reads

@@ -109,10 +109,13 @@ def _occasional(node: ast.expr) -> bool:
 
 def device_test(test: ast.expr) -> bool | None:
     """What a test says of where a tensor is: True for a GPU (`x.is_cuda`, `x.device.type ==
-    "cuda"`, `… in ("cuda", "npu")`), False for the CPU (`x.device.type == "cpu"`, `not
-    x.is_cuda`, `mode == "cpu"`, `args.device != "cpu"`'s else), None when it says neither.
-    An `and` says the CPU if one operand does."""
+    "cuda"`, `… in ("cuda", "npu")`, `torch.cuda.is_available()`), False where no CUDA GPU
+    is (`x.device.type == "cpu"`, `== "mps"`, `!= "cuda"`, `not x.is_cuda`, `mode == "cpu"`,
+    `args.device != "cpu"`'s else), None when it says neither. An `and` says no CUDA if one
+    operand does."""
     match test:
+        case ast.Call(func=func, args=[]) if cuda_availability(func):
+            return True
         case ast.UnaryOp(op=ast.Not(), operand=operand):
             said = device_test(operand)
             return None if said is None else not said
@@ -135,18 +138,43 @@ def device_test(test: ast.expr) -> bool | None:
                 return None
             if not _is_device_type(left) and not all(_DEVICE_WORD.match(n) for n in names):
                 return None  # `mode == "fast"` says nothing of devices
-            gpu = all(n != "cpu" for n in names)
-            if not gpu and any(n != "cpu" for n in names):
-                return None  # `in ("cpu", "cuda")`: either
+            cuda = [bool(_CUDA_WORD.match(n)) for n in names]
             if isinstance(op, ast.Eq | ast.In):
-                return gpu
+                if not any(cuda):
+                    return False  # `== "cpu"`, `== "mps"`: never a CUDA GPU
+                return True if "cpu" not in names else None  # `in ("cpu", "cuda")`: either
             if isinstance(op, ast.NotEq | ast.NotIn):
-                return not gpu
+                if any(cuda):
+                    return False  # `!= "cuda"`: anything but a CUDA GPU
+                return True if "cpu" in names else None  # `!= "mps"`: the CPU or CUDA
     return None
+
+
+def needs_cuda(test: ast.expr) -> bool:
+    """A test that holds only where CUDA is: `torch.cuda.is_available()`, alone or in an
+    `and`."""
+    match test:
+        case ast.BoolOp(op=ast.And(), values=values):
+            return any(needs_cuda(v) for v in values)
+        case ast.Call(func=func, args=[]):
+            return cuda_availability(func)
+    return False
+
+
+def cuda_availability(func: ast.expr) -> bool:
+    """`torch.cuda.is_available`: the test by which a program chooses a CUDA GPU."""
+    return (
+        isinstance(func, ast.Attribute)
+        and func.attr == "is_available"
+        and isinstance(func.value, ast.Attribute)
+        and func.value.attr == "cuda"
+    )
 
 
 # the device kinds a program names in a string: `mode == "cpu"`, `args.device == "cuda:0"`
 _DEVICE_WORD = re.compile(r"^(cpu|gpu|cuda|mps|xpu|npu|hpu|hip|xla)(:\d+)?$")
+# the kinds a CUDA GPU (or ROCm's, which PyTorch calls "cuda") goes by
+_CUDA_WORD = re.compile(r"^(gpu|cuda|hip)(:\d+)?$")
 
 
 def _is_device_type(node: ast.expr) -> bool:

@@ -49,7 +49,8 @@ class Value:
     # the def of a FUNCTION
     origin: ast.AST | None = None
     # a GPU value known to be one array (not a tuple or dict a model returned); a DEVICE
-    # known to be the one `.cuda()` picks (plain "cuda", with or without a CPU fallback)
+    # known to be the one `.cuda()` picks (plain "cuda", with or without a CPU fallback); a
+    # SCALER made enabled (no `enabled=flag`): its step reads found-inf flags on the host
     exact: bool = False
     # on the GPU by a guess only (a parameter fed to a model the function was handed): what
     # rules say of it is at most a hint

@@ -338,6 +338,11 @@ class Evaluator:
                 return None  # `map(lambda t: t.item(), (a, b))`: host values
             if fw.PREDICATE_NAME.match(func.id):
                 return None  # `is_conversational(x)`, `has_nan(t)`: a Python bool
+        if self._hands_cpu_default(node):
+            # `gather(tensors, self._device)` with `device="cpu"`: what the callee makes on
+            # the device it is handed is not known to be on a GPU, whatever its body says
+            # of a device parameter it cannot see
+            return None
         if self.foreign_return is not None and self.value(func) is None:
             returned = self.foreign_return(func, bool(self._judging))
             if returned is not None:
@@ -371,6 +376,19 @@ class Evaluator:
         # an unknown function of GPU arrays usually returns GPU arrays (a loss, a metric)
         found = self._gpu_among((*node.args, *(k.value for k in node.keywords)))
         return None if found is None else Value(Kind.GPU, found.lib, guessed=found.guessed)
+
+    def _hands_cpu_default(self, call: ast.Call) -> bool:
+        """A call handed a device named so that defaults to the CPU (a `device="cpu"`
+        parameter, or what it set)."""
+        called = self.value(call.func)
+        if called is not None and called.kind in (Kind.GPU_MODULE, Kind.GPU):
+            return False  # a model on the GPU computes there, whatever it is handed
+        for argument in (*call.args, *(k.value for k in call.keywords)):
+            if fw.DEVICE_NAME.match(simple_name(argument)):
+                held = self.value(argument)
+                if held is not None and held.kind is Kind.HOST:
+                    return True
+        return False
 
     def _wrapped_loader(self, node: ast.Call) -> Value | None:
         """`CycleIterator(loader)`, `itertools.cycle(loader)`, `Prefetcher(loader)`: an
@@ -795,7 +813,10 @@ class Evaluator:
             return Value(Kind.CPU_TENSOR, origin=node)
         if name == "torch.device":
             if not self.device_of(node):
-                return None
+                first = node.args[0] if node.args else None
+                held = self.value(first) if first is not None else None
+                # `torch.device(device)` of a `device="cpu"` parameter: not a GPU's name
+                return held if held is not None and held.kind is Kind.HOST else None
             first = node.args[0] if node.args else None
             chosen = self.value(first) if first is not None else None
             default = len(node.args) == 1 and chosen is not None and chosen.exact
@@ -822,7 +843,11 @@ class Evaluator:
         if fw.is_module_class(name):
             return Value(Kind.MODULE, origin=node)
         if name.rsplit(".", 1)[-1] == "GradScaler" and name.startswith("torch."):
-            return Value(Kind.SCALER)
+            enabled = keyword(node, "enabled")
+            on = enabled is None or (
+                isinstance(enabled.value, ast.Constant) and enabled.value.value is True
+            )
+            return Value(Kind.SCALER, exact=on)
         if (
             name.startswith(("torch.cuda.", "cupy.cuda.", "numba.cuda."))
             and name not in fw.NUMBA_TO_DEVICE

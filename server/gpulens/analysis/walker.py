@@ -26,6 +26,7 @@ from gpulens.analysis.guards import (
     is_few,
     leaves_loop,
     narrowed_to_host,
+    needs_cuda,
     runs_once_per_period,
 )
 from gpulens.analysis.incremental import CALLED, FunctionMemo
@@ -338,6 +339,9 @@ class _Walker(FunctionResultsMixin):
         for name in _few_by_default(function):
             if scope.bindings.get(name) is None:
                 scope.bind(name, Value(Kind.FEW))  # `policy_delay: int = 2`
+        for name in _cpu_by_default(function):
+            if scope.bindings.get(name) is None:
+                scope.bind(name, Value(Kind.HOST))  # `device="cpu"`: no GPU by its name
         step = self.framework_step(function, enclosing) if is_method else None
         if step is not None:
             # the framework moved the batch to the device before calling the step
@@ -358,6 +362,7 @@ class _Walker(FunctionResultsMixin):
             ctx.timers,
             ctx.likely,
             ctx.host_only,
+            ctx.cuda_only,
         )
         self.evaluator.scope = scope
         self.evaluator.invalidate()
@@ -365,6 +370,7 @@ class _Walker(FunctionResultsMixin):
         ctx.loops = []
         ctx.timers = 0
         ctx.host_only = 0
+        ctx.cuda_only = 0
         ctx.likely = sites is not None and sites.guessed
         # a callee with loops of its own is the per-epoch level: its loops are the hot ones,
         # and what runs once per call (a read of the epoch's total) is no pitfall
@@ -399,6 +405,7 @@ class _Walker(FunctionResultsMixin):
                 ctx.timers,
                 ctx.likely,
                 ctx.host_only,
+                ctx.cuda_only,
             ) = saved
             self.evaluator.invalidate()
 
@@ -502,6 +509,10 @@ class _Walker(FunctionResultsMixin):
                     self.block(case.body)
                     branches.append(self.evaluator.scope.snapshot())
                 self.join(entry, *branches)
+            case ast.Assert(test=test, msg=msg):
+                self.expression(test)
+                if msg is not None:
+                    self.failure_only(msg)  # evaluated only when the test is false
             case ast.Delete(targets=targets):
                 for target in targets:
                     if isinstance(target, ast.Name):
@@ -540,6 +551,9 @@ class _Walker(FunctionResultsMixin):
             evaluator.step_classes[node.name] = fw.LOSS
         saved = evaluator.scope
         evaluator.scope = Scope("class", node.name, saved)
+        for name in _stored_cpu_devices(node):
+            # `super().__init__(device=device)` with `device="cpu"`: the base class keeps it
+            evaluator.scope.bind(name, Value(Kind.HOST))
         saved_loops, self.ctx.loops = self.ctx.loops, []
         try:
             # its methods are walked with the functions of the enclosing scope, once every
@@ -638,10 +652,18 @@ class _Walker(FunctionResultsMixin):
             held = self.evaluator.scope.lookup(name)
             if held is not None and held.array_on_gpu:
                 self.bind(name, None)
+        # `if not torch.isfinite(loss): warnings.warn(f"… {loss.item()}")`: the branch runs
+        # only when something went wrong, and its reads at most that once
+        failure = _reports_failure(node.body, self.ctx)
+        self.ctx.host_only += failure
+        cuda_only = needs_cuda(node.test)
+        self.ctx.cuda_only += cuda_only
         try:
             self.block(node.body)
         finally:
             self.ctx.host_only -= on_gpu is False
+            self.ctx.host_only -= failure
+            self.ctx.cuda_only -= cuda_only
             if guard:
                 loop.guarded = False  # type: ignore[union-attr]
         after_body = self.evaluator.scope.snapshot()
@@ -652,6 +674,15 @@ class _Walker(FunctionResultsMixin):
         finally:
             self.ctx.host_only -= on_gpu is True
         self.join(after_body, self.evaluator.scope.snapshot())
+
+    def failure_only(self, node: ast.expr) -> None:
+        """Walk what runs only when something failed (an assert's message): it binds and
+        calls as written, and costs no GPU time per step."""
+        self.ctx.host_only += 1
+        try:
+            self.expression(node)
+        finally:
+            self.ctx.host_only -= 1
 
     # -- expressions --------------------------------------------------------------------
 
@@ -1176,6 +1207,32 @@ def _calls_of(name: str, text: str) -> int:
     return found
 
 
+# calls that tell the user something went wrong: `warnings.warn`, `logger.warning(...)`
+_FAILURE_REPORTS = frozenset({"warn", "warning", "error", "exception", "critical"})
+
+
+def _reports_failure(body: list[ast.stmt], ctx: Context) -> bool:
+    """A branch that only warns of a failure (and maybe raises): `warnings.warn(...)`,
+    `logger.error(...)`, `raise`."""
+    reports = False
+    for statement in body:
+        if isinstance(statement, ast.Raise):
+            continue
+        match statement:
+            case ast.Expr(value=ast.Call(func=ast.Attribute(attr=attr) as func)) if (
+                attr in _FAILURE_REPORTS
+                and (ctx.qualname(func) == "warnings.warn" or attr != "warn")
+            ):
+                reports = True
+            case ast.Expr(value=ast.Call(func=ast.Name() as func)) if (
+                ctx.qualname(func) == "warnings.warn"
+            ):
+                reports = True
+            case _:
+                return False
+    return reports
+
+
 def _is_timer(context: ast.expr) -> bool:
     target = context.func if isinstance(context, ast.Call) else context
     return bool(_TIMER.search(simple_name(target)))
@@ -1325,11 +1382,38 @@ def _runs_a_model(func: ast.expr, models: set[str]) -> bool:
 def _few_by_default(function: Function) -> list[str]:
     """The parameters whose default is a small whole number (2 to 4): how often something
     happens in steps, a delay, a count of a few."""
+    return [
+        argument.arg
+        for argument, default in _defaults(function)
+        if isinstance(default, ast.Constant) and is_few(default.value)
+    ]
+
+
+def _cpu_by_default(function: Function) -> list[str]:
+    """The device parameters whose default is the CPU (`device="cpu"`,
+    `device=torch.device("cpu")`): what the function computes on them is on the host
+    unless a caller says otherwise."""
+    return [
+        argument.arg
+        for argument, default in _defaults(function)
+        if fw.DEVICE_NAME.match(argument.arg) and _names_the_cpu(default)
+    ]
+
+
+def _names_the_cpu(node: ast.expr | None) -> bool:
+    match node:
+        case ast.Constant(value="cpu"):
+            return True
+        case ast.Call(func=func, args=[ast.Constant(value="cpu")], keywords=[]):
+            return (dotted_name(func) or "").endswith("device")
+    return False
+
+
+def _defaults(function: Function) -> list[tuple[ast.arg, ast.expr | None]]:
+    """Each parameter with a default, and the default."""
     arguments = function.args
-    if not arguments.defaults and not arguments.kw_defaults:
-        return []
     positional = [*arguments.posonlyargs, *arguments.args]
-    pairs = [
+    return [
         *zip(
             positional[len(positional) - len(arguments.defaults) :],
             arguments.defaults,
@@ -1337,11 +1421,31 @@ def _few_by_default(function: Function) -> list[str]:
         ),
         *zip(arguments.kwonlyargs, arguments.kw_defaults, strict=True),
     ]
-    return [
-        argument.arg
-        for argument, default in pairs
-        if isinstance(default, ast.Constant) and is_few(default.value)
-    ]
+
+
+def _stored_cpu_devices(cls: ast.ClassDef) -> list[str]:
+    """`self.device` / `self._device` where the class's `__init__` takes a device that
+    defaults to the CPU and hands it on (to the base class that stores it) without setting
+    either attribute itself."""
+    init = next(
+        (
+            s
+            for s in cls.body
+            if isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef) and s.name == "__init__"
+        ),
+        None,
+    )
+    if init is None or not cls.bases:
+        return []
+    assigned = {
+        f"self.{t.attr}"
+        for n in ast.walk(cls)
+        if isinstance(n, ast.Assign | ast.AnnAssign | ast.AugAssign)
+        for t in (n.targets if isinstance(n, ast.Assign) else [n.target])
+        if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self"
+    }
+    stored = [f"self.{p}" for name in _cpu_by_default(init) for p in (name, f"_{name}")]
+    return [name for name in stored if name not in assigned]
 
 
 def _enumerated(target: ast.expr) -> ast.expr:

@@ -23,7 +23,8 @@ HARD_CODED_DEVICE = rule(
 fails on a machine without one, cannot be pointed at `cuda:1` or `mps`, and mixes with code
 that uses the `device` variable the program already has. Choose the device once and pass it
 along. The fix is applied by "Fix all" only where the variable names the same device as
-`.cuda()` (plain `"cuda"`, with or without a CPU fallback).
+`.cuda()` (plain `"cuda"`, with or without a CPU fallback). Not reported under `if
+torch.cuda.is_available():`, a branch that runs only where CUDA is and exists to use it.
 
 **Bad:**
 ```python
@@ -43,8 +44,8 @@ x = torch.zeros(8, 3, device=device)
 
 @checks(ast.Call)
 def check_hard_coded(node: ast.Call, ctx: Context) -> None:
-    if not ctx.config.enabled(HARD_CODED_DEVICE.code):
-        return
+    if not ctx.config.enabled(HARD_CODED_DEVICE.code) or ctx.cuda_only:
+        return  # (under `if torch.cuda.is_available():` the GPU is the branch's point)
     func = node.func
     match func:
         case ast.Attribute(value=ast.Call(func=ast.Name(id="super"))):

@@ -57,6 +57,8 @@ class _Interval:
     last_array: dict[str, str] = field(default_factory=dict)  # lib -> a name holding its work
     # the last synchronizing call: the calls inside it (its arguments) ran before it
     sync: Span | None = None
+    # the loop whose iteration waited for the device since the last clock read
+    waited_in: ast.AST | None = None
 
 
 def _interval(ctx: Context) -> _Interval:
@@ -84,6 +86,15 @@ def _starts_interval(node: ast.Call, ctx: Context) -> bool:
 def _synced(interval: _Interval, node: ast.AST, ctx: Context) -> None:
     interval.pending.clear()
     interval.sync = ctx.span(node)
+    if ctx.loop is not None:
+        interval.waited_in = ctx.loop.node
+
+
+def _step_waited(interval: _Interval, ctx: Context) -> bool:
+    """A clock read per iteration of a loop whose iteration already waited for the device
+    (`loss.item()`, a mixed-precision `scaler.step`): what was queued after that wait lands
+    in the next iteration's time, so the time per step is right on average."""
+    return ctx.loop is not None and interval.waited_in is ctx.loop.node
 
 
 def _inside_sync(interval: _Interval, node: ast.AST, ctx: Context) -> bool:
@@ -98,10 +109,16 @@ def check_clock(node: ast.Call, ctx: Context) -> None:
     if _inside_sync(interval, node, ctx):
         return
     if name in fw.HOST_CLOCKS:
-        if interval.started and interval.pending and not _starts_interval(node, ctx):
+        if (
+            interval.started
+            and interval.pending
+            and not _starts_interval(node, ctx)
+            and not _step_waited(interval, ctx)
+        ):
             _report(node, interval, ctx)
         interval.started = True
         interval.pending.clear()
+        interval.waited_in = None
         return
     if not interval.started:
         return  # no clock read yet in this function: queued work cannot be mis-timed
@@ -110,6 +127,15 @@ def check_clock(node: ast.Call, ctx: Context) -> None:
         return
     func = node.func
     receiver = ctx.value(func.value) if isinstance(func, ast.Attribute) else None
+    if (
+        receiver is not None
+        and receiver.kind is Kind.SCALER
+        and receiver.exact
+        and isinstance(func, ast.Attribute)
+        and func.attr == "step"
+    ):
+        _synced(interval, node, ctx)  # an enabled GradScaler reads its found-inf flags
+        return
     if receiver is not None and receiver.on_gpu and isinstance(func, ast.Attribute):
         if func.attr in fw.SYNC_METHODS or func.attr in ("block_until_ready", "get"):
             _synced(interval, node, ctx)
