@@ -42,6 +42,8 @@ each result out as it is made (`yield t.item()`), or that sits inside a region t
 times is what the program means to do: it is reported as a hint, worded for what it does.
 So is a read of a value the file does not show on a GPU (`.cpu()` of a value it never
 placed, the inputs of a loss class): the hint says the wait happens if the value is there.
+The test of an `assert` is a hint too (a check each time it runs, which `python -O` drops);
+its message, evaluated only when the test fails, costs nothing per step.
 
 **Bad:**
 ```python
@@ -133,6 +135,16 @@ def _report_sync(
     where the wait is needed or the value is on the GPU by a guess only."""
     where = loop.describe()
     match need_of(node, loop, ctx):
+        case Need.EXIT if isinstance(ctx.statement, ast.Assert):
+            # a check: it ends nothing while it holds, and `python -O` drops it
+            ctx.report(
+                SYNC_IN_LOOP,
+                node,
+                f"{what}, on every iteration of {where}, for an assert, which needs the value "
+                "each time it runs. Checking every N iterations (or once after the loop) "
+                "would save the other waits; `python -O` drops asserts altogether.",
+                severity=Severity.HINT,
+            )
         case Need.EXIT if loop.called_from is not None:
             # the body of a function called per iteration: its return or raise ends the
             # call, which the loop outside may well go on from
