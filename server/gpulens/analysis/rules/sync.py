@@ -200,9 +200,15 @@ def check_sync_call(node: ast.Call, ctx: Context) -> None:
         receiver = ctx.value(func.value)
         on_gpu = receiver is not None and receiver.on_gpu
         if on_gpu and (func.attr in fw.SYNC_METHODS or ctx.evaluator.moves_to_cpu(node)):
+            own = ctx.evaluator.own_device(node)
+            where = (
+                f"`{shown(ctx, own)}` (the CPU unless the object was built with another device)"
+                if own is not None
+                else "the host"
+            )
             _report_sync(
                 node,
-                f"`{shown(ctx, node)}` copies a GPU value to the host and waits for all queued "
+                f"`{shown(ctx, node)}` copies a GPU value to {where} and waits for all queued "
                 "GPU work",
                 loop,
                 ctx,
