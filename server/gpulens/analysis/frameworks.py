@@ -354,8 +354,19 @@ STEP_METHODS[TORCHRL_HOOK] = {
     "step": ("sub_batch",),
     "extend": ("batch",),
 }
+# an ignite `Metric`: its `update(output)` runs once per iteration of the engine it is
+# attached to (`Metric.iteration_completed`), on the step's output; it accumulates on
+# `self._device`, the CPU unless the metric was built with another device
+IGNITE_METRIC = "ignite metric"
+STEP_METHODS[IGNITE_METRIC] = {"update": ()}
+# the package whose every class is such a metric (or a base of one): a subclass of any
+IGNITE_METRICS_PACKAGE = "ignite.metrics."
+# the attribute each library's hook objects keep their own device in, where that device is
+# the CPU unless the object was built with another: a copy there is a copy to the host
+HOST_DEVICE_ATTRIBUTES = {IGNITE_METRIC: "_device"}
 # how messages name the loop that runs each library's hooks
 STEP_LOOPS = {
+    IGNITE_METRIC: "the engine loop that runs {}() once per iteration",
     DIFFUSERS_SCHEDULER: "the denoising loop that runs {}() once per step",
     METRIC: "the loop that runs {}() once per batch",
     SB3_ALGORITHM: "the loop that runs {}() once per rollout",
@@ -368,6 +379,7 @@ STEP_LOOPS = {
 GUESSED_STEPS = frozenset(STEP_LOOPS)
 # the package each of them comes from: a base of that name from elsewhere is another class
 STEP_CLASS_HOMES = {
+    IGNITE_METRIC: IGNITE_METRICS_PACKAGE,
     DIFFUSERS_SCHEDULER: "diffusers.",
     METRIC: "torchmetrics.",
     SB3_ALGORITHM: "stable_baselines3.",
@@ -402,6 +414,7 @@ STEP_CLASSES = {
     "TrainerHookBase": TORCHRL_HOOK,
 }
 STEP_CLASS_MODULES = (
+    "ignite",
     "lightning",
     "pytorch_lightning",
     "transformers",

@@ -141,6 +141,10 @@ class Evaluator:
                 if name in ("torch.cuda.current_device", "torch.get_default_device"):
                     return True
                 return None
+            case ast.Attribute(value=ast.Name(id="self"), attr=attr) if (
+                attr == fw.HOST_DEVICE_ATTRIBUTES.get(self.own_framework() or "")
+            ):
+                return False  # a library object's own device: the CPU unless built otherwise
             case ast.Name() | ast.Attribute():
                 value = self.value(node)
                 if value is not None:
@@ -148,6 +152,33 @@ class Evaluator:
                 last = node.id if isinstance(node, ast.Name) else node.attr
                 return True if fw.DEVICE_NAME.match(last) else None
         return None
+
+    def own_framework(self) -> str | None:
+        """The framework whose hooks the class being walked defines (an ignite `Metric`
+        subclass), where the walk is in one of its methods."""
+        scope: Scope | None = self.scope
+        while scope is not None and scope.kind != "class":
+            scope = scope.parent
+        return None if scope is None else self.step_classes.get(scope.name)
+
+    def _guessed_device(self, device: ast.expr) -> bool:
+        """`x.device` (or a name bound to it) of a value only guessed to be on the GPU (a
+        library hook's data): what is made there is only guessed to be on the GPU too."""
+        found = self.value(device)
+        return found is not None and found.kind is Kind.DEVICE and found.guessed
+
+    def _guessed_target(self, call: ast.Call) -> bool:
+        """`x.to(y)`, `x.to(y.device)` where y is only guessed to be on the GPU."""
+        if not isinstance(call.func, ast.Attribute) or call.func.attr != "to":
+            return False
+        named = keyword(call, "device")
+        target = named.value if named is not None else call.args[0] if call.args else None
+        if target is None:
+            return False
+        other = self.value(target)
+        if other is not None and other.kind is Kind.GPU:
+            return other.guessed
+        return self._guessed_device(target)
 
     def moves_to_gpu(self, call: ast.Call) -> bool:
         """`x.to(device)`, `x.to("cuda")`, `x.cuda()`, `x.to(device=d, …)`, and the casts that
@@ -297,6 +328,9 @@ class Evaluator:
         base = self.value(node.value)
         if base is not None and base.kind is Kind.ARRAY_MODULE:
             return base  # `xp.linalg`, `xp.fft`: a submodule of the same library
+        if node.attr == "device" and base is not None and base.kind is Kind.GPU and base.guessed:
+            # the device of data only guessed to be on the GPU: what is made there is a guess
+            return Value(Kind.DEVICE, guessed=True)
         if base is None or base.kind is not Kind.GPU or node.attr in fw.HOST_ATTRIBUTES:
             return None
         if node.attr in fw.ARRAY_ATTRIBUTES:
@@ -365,7 +399,7 @@ class Evaluator:
                     if handed is not None and not handed.guessed:
                         return Value(Kind.GPU, handed.lib)
                 if returned is not None:
-                    return None if returned.kind is Kind.HOST else returned
+                    return None if returned.kind is Kind.HOST else self._as_handed(returned, node)
             if callee.kind is Kind.CLASS:
                 name = getattr(callee.origin, "name", "")
                 if name in self.loader_classes:
@@ -724,6 +758,7 @@ class Evaluator:
                 lib,
                 exact=exact
                 and (receiver is None or receiver.exact or receiver.kind is Kind.CPU_TENSOR),
+                guessed=self._guessed_target(node),
             )
         if receiver is None:
             return None
@@ -765,6 +800,17 @@ class Evaluator:
             return receiver
         return None
 
+    def _as_handed(self, returned: Value, call: ast.Call) -> Value:
+        """What a call returns, judged from the callee's body, where the call hands it only
+        arrays guessed to be on the GPU: the body's GPU result (made on `x.device` of a
+        parameter) is a guess too."""
+        if returned.kind is not Kind.GPU or returned.guessed:
+            return returned
+        handed = self._gpu_among((*call.args, *(k.value for k in call.keywords)))
+        return (
+            replace(returned, guessed=True) if handed is not None and handed.guessed else returned
+        )
+
     def _instance_method(self, node: ast.Call, method: str, cls: ast.ClassDef) -> Value | None:
         """`self.inference.logits(tokens)` on an object of a class of the file: what the
         method returns, judged from its body; where the body does not tell, what an unknown
@@ -774,7 +820,7 @@ class Evaluator:
             return None
         returned = self.returned(found[1])
         if returned is not None:
-            return None if returned.kind is Kind.HOST else returned
+            return None if returned.kind is Kind.HOST else self._as_handed(returned, node)
         gpu = self._gpu_among((*node.args, *(k.value for k in node.keywords)))
         return None if gpu is None else Value(Kind.GPU, gpu.lib, guessed=gpu.guessed)
 
@@ -788,11 +834,18 @@ class Evaluator:
 
     def moves_to_cpu(self, node: ast.Call) -> bool:
         """`x.to("cpu")`, `x.to(device="cpu")`: a copy to the host."""
-        if not isinstance(node.func, ast.Attribute) or node.func.attr != "to":
-            return False
-        device = keyword(node, "device")
-        target = device.value if device is not None else node.args[0] if node.args else None
-        return self.device_of(target) is False
+        return self.device_of(target_device(node)) is False
+
+    def own_device(self, node: ast.Call) -> ast.expr | None:
+        """`self._device` of `x.to(self._device)` in a library hook object's method (an
+        ignite `Metric`'s): the object's device, the CPU unless it was built with another."""
+        target = target_device(node)
+        match target:
+            case ast.Attribute(value=ast.Name(id="self"), attr=attr) if (
+                attr == fw.HOST_DEVICE_ATTRIBUTES.get(self.own_framework() or "")
+            ):
+                return target
+        return None
 
     def _library_call(self, node: ast.Call, name: str) -> Value | object | None:
         """The value of a call to a known library function; ``...`` when not one."""
@@ -804,7 +857,9 @@ class Evaluator:
             bound = keyword(node, "device")
             device = bound.value if bound is not None else None
             if device is not None:
-                return Value(Kind.GPU, exact=True) if self.device_of(device) else None
+                if not self.device_of(device):
+                    return None
+                return Value(Kind.GPU, exact=True, guessed=self._guessed_device(device))
             if name in fw.TORCH_LIKE_FACTORIES and node.args:
                 like = self.value(node.args[0])
                 if like is None or not like.on_gpu:
@@ -1135,3 +1190,11 @@ _LITERAL_CONTAINERS = (ast.List, ast.Tuple, ast.ListComp)
 _RECORDS = (ast.Dict, ast.List, ast.Set, ast.DictComp, ast.ListComp, ast.SetComp)
 # comparisons that test identity or membership: their result is a Python bool
 _IDENTITY = (ast.Is, ast.IsNot, ast.In, ast.NotIn)
+
+
+def target_device(call: ast.Call) -> ast.expr | None:
+    """The device a `.to(...)` call names (`x.to(d)`, `x.to(device=d)`), else None."""
+    if not isinstance(call.func, ast.Attribute) or call.func.attr != "to":
+        return None
+    device = keyword(call, "device")
+    return device.value if device is not None else call.args[0] if call.args else None

@@ -327,14 +327,19 @@ class _Walker(FunctionResultsMixin):
         positional = [a.arg for a in (*function.args.posonlyargs, *function.args.args)]
         if is_method and positional and not _is_static(function):
             positional = positional[1:]
+        host = _host_annotated(function)
         for index, name in enumerate(positional):
             value = None
-            if sites is not None:
+            if sites is not None and name not in host:
                 value = sites.arguments.get(index) or sites.arguments.get(name)
             scope.bind(name, value)
         for argument in (*function.args.kwonlyargs, function.args.vararg, function.args.kwarg):
             if argument is not None:
-                value = sites.arguments.get(argument.arg) if sites else None
+                value = (
+                    sites.arguments.get(argument.arg)
+                    if sites and argument.arg not in host
+                    else None
+                )
                 scope.bind(argument.arg, value)
         for name in _few_by_default(function):
             if scope.bindings.get(name) is None:
@@ -346,7 +351,8 @@ class _Walker(FunctionResultsMixin):
         if step is not None:
             # the framework moved the batch to the device before calling the step
             for name in step[1]:
-                scope.bind(name, Value(Kind.GPU, exact=False, guessed=step[2]))
+                if name not in host:
+                    scope.bind(name, Value(Kind.GPU, exact=False, guessed=step[2]))
             for name in positional:
                 if name in fw.STEP_MODEL_PARAMETERS:
                     scope.bind(name, Value(Kind.GPU_MODULE))  # the model it trains
@@ -1379,6 +1385,40 @@ def _runs_a_model(func: ast.expr, models: set[str]) -> bool:
     return False
 
 
+def _host_annotated(function: Function) -> frozenset[str]:
+    """The parameters annotated as text only (`ref: str`, `output: Sequence[str]`): whatever
+    a call passes there, the function reads no array from them."""
+    arguments = function.args
+    every = (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs)
+    return frozenset(a.arg for a in every if a.annotation is not None and _host_type(a.annotation))
+
+
+def _host_type(annotation: ast.expr) -> bool:
+    names = [n for n in ast.walk(annotation) if isinstance(n, (ast.Name, ast.Attribute))]
+    if not names or not all(isinstance(n, ast.Name) for n in names):
+        return False  # `torch.Tensor`, `np.ndarray`: an array may come
+    found = {n.id for n in names if isinstance(n, ast.Name)}
+    return bool(found & _HOST_SCALARS) and found <= _HOST_SCALARS | _HOST_CONTAINERS
+
+
+# (only text: libraries annotate `timestep: int` and pass a 0-d tensor)
+_HOST_SCALARS = frozenset({"str", "bytes"})
+_HOST_CONTAINERS = frozenset(
+    {
+        "Sequence",
+        "list",
+        "List",
+        "tuple",
+        "Tuple",
+        "Iterable",
+        "Optional",
+        "dict",
+        "Dict",
+        "Mapping",
+    }
+)
+
+
 def _few_by_default(function: Function) -> list[str]:
     """The parameters whose default is a small whole number (2 to 4): how often something
     happens in steps, a delay, a count of a few."""
@@ -1471,6 +1511,8 @@ def _step_framework(qualified: str, base: ast.expr, definitions: Definitions) ->
         # a Lightning Callback, however a package re-exports it: its hooks count only where
         # their parameters are Lightning's (see `framework_step`)
         return fw.LIGHTNING_CALLBACK
+    if qualified.startswith(fw.IGNITE_METRICS_PACKAGE):
+        return fw.IGNITE_METRIC  # `Metric`, or one of its subclasses there (`Entropy`)
     if not qualified.startswith(fw.STEP_CLASS_MODULES):
         return None
     framework = fw.STEP_CLASSES.get(last)

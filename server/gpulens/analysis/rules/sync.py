@@ -212,9 +212,15 @@ def check_sync_call(node: ast.Call, ctx: Context) -> None:
         receiver = ctx.value(func.value)
         on_gpu = receiver is not None and receiver.on_gpu
         if on_gpu and (func.attr in fw.SYNC_METHODS or ctx.evaluator.moves_to_cpu(node)):
+            own = ctx.evaluator.own_device(node)
+            where = (
+                f"`{shown(ctx, own)}` (the CPU unless the object was built with another device)"
+                if own is not None
+                else "the host"
+            )
             _report_sync(
                 node,
-                f"`{shown(ctx, node)}` copies a GPU value to the host and waits for all queued "
+                f"`{shown(ctx, node)}` copies a GPU value to {where} and waits for all queued "
                 "GPU work",
                 loop,
                 ctx,
@@ -385,7 +391,8 @@ def check_mask_index(node: ast.Subscript, ctx: Context) -> None:
         return
     index = node.slice
     parts = index.elts if isinstance(index, ast.Tuple) else [index]
-    if not any(_is_mask(part, ctx) for part in parts):
+    masks = [part for part in parts if _is_mask(part, ctx)]
+    if not masks or any(_tested_before(mask, node, ctx) for mask in masks):
         return
     base = ctx.value(node.value)
     if base is None or not base.on_gpu:
@@ -397,20 +404,98 @@ def check_mask_index(node: ast.Subscript, ctx: Context) -> None:
 
 def _is_mask(node: ast.expr, ctx: Context) -> bool:
     """A boolean array on the GPU, as its expression shows: a comparison (`x > 0`), its
-    negation or combination (`~m`, `a & b`), or a test of each element (`torch.isnan(x)`)."""
+    negation or combination (`~m`, `a & b`), a test of each element (`torch.isnan(x)`), or
+    a name the function binds only to such expressions (`keep = (y >= 0) & (y < n)`)."""
+    return _mask_shaped(node, ctx, frozenset()) and ctx.on_gpu(node)
+
+
+def _mask_shaped(node: ast.expr, ctx: Context, seen: frozenset[str]) -> bool:
     match node:
         case ast.Compare(ops=ops) if not any(isinstance(op, _IDENTITY) for op in ops):
-            pass
+            return True
         case ast.UnaryOp(op=ast.Invert(), operand=operand):
-            return _is_mask(operand, ctx)
+            return _mask_shaped(operand, ctx, seen)
         case ast.BinOp(op=ast.BitAnd() | ast.BitOr() | ast.BitXor(), left=left, right=right):
-            if not (_is_mask(left, ctx) or _is_mask(right, ctx)):
-                return False
+            return _mask_shaped(left, ctx, seen) or _mask_shaped(right, ctx, seen)
         case ast.Call(func=func) if simple_name(func) in fw.MASK_FUNCTIONS:
-            pass
-        case _:
-            return False
-    return ctx.on_gpu(node)
+            return True
+        case ast.Name(id=name) if ctx.function is not None and name not in seen:
+            bound = _bindings(ctx.function, name)
+            return bool(bound) and all(
+                value is not None and _mask_shaped(value, ctx, seen | {name}) for value in bound
+            )
+    return False
+
+
+def _tested_before(mask: ast.expr, node: ast.expr, ctx: Context) -> bool:
+    """Whether the function tests a mask held in a name, or gathers with it, between the
+    name's last assignment and this gather (`if not keep.any(): return` … `x[keep]`;
+    `y = y[keep]`, `p = p[keep]`): that earlier read waited for the GPU, and what is left
+    here is a small count of its own."""
+    function = ctx.function
+    if function is None:
+        return False
+    held = {
+        name
+        for name in names_in(mask)
+        if _mask_shaped(ast.Name(id=name, ctx=ast.Load()), ctx, frozenset())
+    }
+    if not held:
+        return False
+    nodes = list(ast.walk(function))
+    since = max(
+        (
+            target.lineno
+            for target in nodes
+            if isinstance(target, ast.Name)
+            and target.id in held
+            and isinstance(target.ctx, ast.Store)
+            and target.lineno < node.lineno
+        ),
+        default=0,
+    )
+    for earlier in nodes:
+        if isinstance(earlier, ast.If | ast.While | ast.Assert):
+            read = since < earlier.lineno < node.lineno and bool(held & names_in(earlier.test))
+        elif isinstance(earlier, ast.Subscript) and isinstance(earlier.ctx, ast.Load):
+            read = (
+                since < earlier.lineno < node.lineno
+                and bool(held & names_in(earlier.slice))
+                and ctx.on_gpu(earlier.value)
+            )
+        else:
+            continue
+        if read:
+            return True
+    return False
+
+
+def _bindings(function: ast.AST, name: str) -> list[ast.expr | None]:
+    """What each binding of ``name`` in a function assigns: the value of each `name = value`,
+    None for any other (a parameter, a loop target, an unpacking, `name += …`)."""
+    found: list[ast.expr | None] = []
+    plain: set[int] = set()
+    arguments = getattr(function, "args", None)
+    if arguments is not None and any(
+        isinstance(a, ast.arg) and a.arg == name for a in ast.walk(arguments)
+    ):
+        found.append(None)
+    nodes = list(ast.walk(function))
+    for node in nodes:
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Name) and target.id == name:
+                    plain.add(id(target))
+                    found.append(node.value)
+    for node in nodes:
+        if (
+            isinstance(node, ast.Name)
+            and node.id == name
+            and isinstance(node.ctx, ast.Store)
+            and id(node) not in plain
+        ):
+            found.append(None)
+    return found
 
 
 def _report_sized_by_values(
