@@ -361,6 +361,19 @@ IGNITE_METRIC = "ignite metric"
 STEP_METHODS[IGNITE_METRIC] = {"update": ()}
 # the package whose every class is such a metric (or a base of one): a subclass of any
 IGNITE_METRICS_PACKAGE = "ignite.metrics."
+# an ignite engine's events that fire once per iteration: a handler registered for one
+# (`engine.add_event_handler(Events.ITERATION_COMPLETED, f)`, `@engine.on(...)`) runs per
+# step, unless filtered (`Events.ITERATION_COMPLETED(every=100)`)
+IGNITE_EVENTS = "Events"
+IGNITE_ITERATION_EVENTS = frozenset(
+    {"ITERATION_STARTED", "ITERATION_COMPLETED", "GET_BATCH_STARTED", "GET_BATCH_COMPLETED"}
+)
+IGNITE_REGISTRATION = "add_event_handler"
+IGNITE_DECORATOR = "on"
+# the engine class: a parameter annotated so holds the engine, whose `state.output` is what
+# the step returned (on the model's device, which the file does not show)
+IGNITE_ENGINE = frozenset({"ignite.engine.Engine", "ignite.engine.engine.Engine"})
+IGNITE_OUTPUT = "state.output"
 # the attribute each library's hook objects keep their own device in, where that device is
 # the CPU unless the object was built with another: a copy there is a copy to the host
 HOST_DEVICE_ATTRIBUTES = {IGNITE_METRIC: "_device"}

@@ -241,6 +241,9 @@ class _Walker(FunctionResultsMixin):
                 if self.memo is not None
                 else frozenset(CALLED.findall(text))
             )
+            if fw.IGNITE_REGISTRATION in text:
+                # `engine.add_event_handler(event, self.log)`: the engine calls it
+                called = called | frozenset(_REGISTERED.findall(text))
             if function.name in called and _calls_of(function.name, text) < 2:
                 # only its own `def name(`: no call of another class's method of that name
                 called = called - {function.name}
@@ -347,6 +350,14 @@ class _Walker(FunctionResultsMixin):
         for name in _cpu_by_default(function):
             if scope.bindings.get(name) is None:
                 scope.bind(name, Value(Kind.HOST))  # `device="cpu"`: no GPU by its name
+        handler = self.engine_handler(function)
+        if handler or (sites is not None and sites.hot_call == _engine_call(function.name)):
+            # the engine it is handed first: what its step returned, on the model's device
+            # (which the file does not show)
+            if positional:
+                scope.bind(f"{positional[0]}.{fw.IGNITE_OUTPUT}", _ENGINE_OUTPUT)
+        for name in _engine_annotated(function, ctx):
+            scope.bind(f"{name}.{fw.IGNITE_OUTPUT}", _ENGINE_OUTPUT)
         step = self.framework_step(function, enclosing) if is_method else None
         if step is not None:
             # the framework moved the batch to the device before calling the step
@@ -385,6 +396,10 @@ class _Walker(FunctionResultsMixin):
             hook = Loop(function, line, frozenset(), None, called_from=step[0])
             hook.per_step = hook.hook = True
             hook.backward = bool(_BACKWARD.search(self.text_of(function)))
+            ctx.loops = [hook]
+        elif handler:
+            hook = Loop(function, line, frozenset(), None, called_from=_engine_call(function.name))
+            hook.per_step = True
             ctx.loops = [hook]
         elif sites is not None and sites.hot_call:
             # (called per training step, it is per step, loops of its own or not)
@@ -969,6 +984,7 @@ class _Walker(FunctionResultsMixin):
         """Remember what the file passes to its own functions and methods, and from where."""
         if isinstance(node.func, ast.Attribute) and self.evaluator.moves_to_gpu(node):
             self.ctx.facts.uses_gpu = True
+        self.record_handler(node)
         targets = self.call_targets(node.func)
         foreign = False
         if not targets and self.links is not None:
@@ -1023,6 +1039,50 @@ class _Walker(FunctionResultsMixin):
             for recording in self._recordings:
                 recording.calls.append((key, tuple(arguments), hot_call))
             self.merge_call(key, tuple(arguments), hot_call)
+
+    def record_handler(self, node: ast.Call) -> None:
+        """`engine.add_event_handler(Events.ITERATION_COMPLETED, f)`: the engine runs f, a
+        function or method of the file, once per iteration."""
+        func = node.func
+        if not (
+            isinstance(func, ast.Attribute)
+            and func.attr == fw.IGNITE_REGISTRATION
+            and len(node.args) >= 2
+            and self.per_iteration_event(node.args[0])
+        ):
+            return
+        for target in self.call_targets(node.args[1]):
+            self.merge_call(target, (), _engine_call(target.rsplit(".", 1)[-1]))
+
+    def per_iteration_event(self, event: ast.expr) -> bool:
+        """An ignite event that fires on every iteration (`Events.ITERATION_COMPLETED`, or a
+        name the walked function binds to one: the default, whatever filter it may add)."""
+        if isinstance(event, ast.Name) and self.ctx.function is not None:
+            return any(
+                isinstance(node, ast.Assign)
+                and any(isinstance(t, ast.Name) and t.id == event.id for t in node.targets)
+                and self.per_iteration_event(node.value)
+                for node in ast.walk(self.ctx.function)
+                if not isinstance(node, ast.Name)
+            )
+        if not (isinstance(event, ast.Attribute) and event.attr in fw.IGNITE_ITERATION_EVENTS):
+            return False
+        qualified = self.ctx.qualname(event.value)
+        if qualified is None:
+            # `Events, _ = optional_import("ignite.engine", ..., "Events")`
+            return isinstance(event.value, ast.Name) and event.value.id == fw.IGNITE_EVENTS
+        return qualified.startswith("ignite.") and qualified.endswith("." + fw.IGNITE_EVENTS)
+
+    def engine_handler(self, function: Function) -> bool:
+        """`@engine.on(Events.ITERATION_COMPLETED)`: a handler the engine runs per iteration."""
+        return any(
+            isinstance(d, ast.Call)
+            and isinstance(d.func, ast.Attribute)
+            and d.func.attr == fw.IGNITE_DECORATOR
+            and len(d.args) == 1
+            and self.per_iteration_event(d.args[0])
+            for d in function.decorator_list
+        )
 
     def outer_level(self, loop: Loop) -> bool:
         """Whether ``loop`` is a function's own body, run per item of its caller's loop,
@@ -1156,6 +1216,12 @@ _EXPRESSION_FIELDS: dict[type[ast.AST], tuple[str, ...]] = {
 _STEP_CALL = "the step that calls"
 # how messages name a loop that calls a function with each of its items
 _PER_ITEM = " once per item"
+
+
+def _engine_call(name: str) -> str:
+    """How messages name an ignite engine's loop, which runs a handler per iteration (a
+    step's call: its own loops or not, it runs once per step)."""
+    return f"{_STEP_CALL} {name}() on each iteration of the engine"
 
 
 def _says_more(new: str | None, old: str) -> bool:
@@ -1383,6 +1449,22 @@ def _runs_a_model(func: ast.expr, models: set[str]) -> bool:
             # `self.add_module(name, layer)` builds the model, it does not run one
             return bool(fw.MODEL_NAME.search(attr)) and not fw.ACTS_ON_MODEL.match(attr)
     return False
+
+
+_REGISTERED = re.compile(fw.IGNITE_REGISTRATION + r"\([^,()]+,\s*(?:self\.)?(\w+)")
+_ENGINE_OUTPUT = Value(Kind.GPU, exact=False, guessed=True)
+
+
+def _engine_annotated(function: Function, ctx: Context) -> list[str]:
+    """The parameters annotated as an ignite `Engine` (`engine: Engine`)."""
+    arguments = function.args
+    every = (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs)
+    return [
+        a.arg
+        for a in every
+        if isinstance(a.annotation, (ast.Name, ast.Attribute))
+        and ctx.qualname(a.annotation) in fw.IGNITE_ENGINE
+    ]
 
 
 def _host_annotated(function: Function) -> frozenset[str]:
