@@ -351,11 +351,11 @@ class _Walker(FunctionResultsMixin):
             if scope.bindings.get(name) is None:
                 scope.bind(name, Value(Kind.HOST))  # `device="cpu"`: no GPU by its name
         handler = self.engine_handler(function)
-        if handler or (sites is not None and sites.hot_call == _engine_call(function.name)):
+        registered = sites is not None and sites.hot_call == _engine_call(function.name)
+        if (handler or registered) and positional:
             # the engine it is handed first: what its step returned, on the model's device
             # (which the file does not show)
-            if positional:
-                scope.bind(f"{positional[0]}.{fw.IGNITE_OUTPUT}", _ENGINE_OUTPUT)
+            scope.bind(f"{positional[0]}.{fw.IGNITE_OUTPUT}", _ENGINE_OUTPUT)
         for name in _engine_annotated(function, ctx):
             scope.bind(f"{name}.{fw.IGNITE_OUTPUT}", _ENGINE_OUTPUT)
         step = self.framework_step(function, enclosing) if is_method else None
