@@ -50,6 +50,8 @@ class Loop:
     backward: bool = False
     # names the body uses, with their counts (filled when a fix first asks)
     names_used: dict[str, int] | None = None
+    # names the body runs a backward pass on (filled when a rule first asks)
+    losses: frozenset[str] | None = None
     # its items are whole batches or a few distinct tensors (`for t in (x, mask)`,
     # `for k, v in batch.items()`, `for chunk in x.split(n)`), not the samples of one batch
     whole_items: bool = False

@@ -141,9 +141,7 @@ class Evaluator:
                 if name in ("torch.cuda.current_device", "torch.get_default_device"):
                     return True
                 return None
-            case ast.Attribute(value=ast.Name(id="self"), attr=attr) if (
-                attr == fw.HOST_DEVICE_ATTRIBUTES.get(self.own_framework() or "")
-            ):
+            case ast.Attribute() if self._is_own_device(node):
                 return False  # a library object's own device: the CPU unless built otherwise
             case ast.Name() | ast.Attribute():
                 value = self.value(node)
@@ -152,6 +150,16 @@ class Evaluator:
                 last = node.id if isinstance(node, ast.Name) else node.attr
                 return True if fw.DEVICE_NAME.match(last) else None
         return None
+
+    def _is_own_device(self, node: ast.expr) -> bool:
+        """`self._device` in a method of a library hook object that keeps its own device
+        there (an ignite `Metric`'s): the CPU unless the object was built with another."""
+        return (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id == "self"
+            and node.attr == fw.HOST_DEVICE_ATTRIBUTES.get(self.own_framework() or "")
+        )
 
     def own_framework(self) -> str | None:
         """The framework whose hooks the class being walked defines (an ignite `Metric`
@@ -169,10 +177,7 @@ class Evaluator:
 
     def _guessed_target(self, call: ast.Call) -> bool:
         """`x.to(y)`, `x.to(y.device)` where y is only guessed to be on the GPU."""
-        if not isinstance(call.func, ast.Attribute) or call.func.attr != "to":
-            return False
-        named = keyword(call, "device")
-        target = named.value if named is not None else call.args[0] if call.args else None
+        target = target_device(call)
         if target is None:
             return False
         other = self.value(target)
@@ -840,12 +845,7 @@ class Evaluator:
         """`self._device` of `x.to(self._device)` in a library hook object's method (an
         ignite `Metric`'s): the object's device, the CPU unless it was built with another."""
         target = target_device(node)
-        match target:
-            case ast.Attribute(value=ast.Name(id="self"), attr=attr) if (
-                attr == fw.HOST_DEVICE_ATTRIBUTES.get(self.own_framework() or "")
-            ):
-                return target
-        return None
+        return target if target is not None and self._is_own_device(target) else None
 
     def _library_call(self, node: ast.Call, name: str) -> Value | object | None:
         """The value of a call to a known library function; ``...`` when not one."""

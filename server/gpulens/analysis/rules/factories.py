@@ -449,9 +449,13 @@ def _why_no_fix(name: str, device: str, made: ast.stmt, ctx: Context) -> str:
     scope: ast.AST = (
         ctx.function if ctx.function is not None else ast.Module(body=body, type_ignores=[])
     )
-    if root is not None and not _bound_before(root, scope, body, start, index):
-        return f" No safe fix: `{device}` is not known at this line; pass the device it names."
-    if root is None and not (device.startswith(('"', "'"))):
+    # a device named by a string is known anywhere; one held in a name, where it is bound
+    known = (
+        device.startswith(('"', "'"))
+        if root is None
+        else _bound_before(root, scope, body, start, index)
+    )
+    if not known:
         return f" No safe fix: `{device}` is not known at this line; pass the device it names."
     move = body[index]
     rebinds = any(isinstance(t, ast.Name) and t.id == name for t in getattr(move, "targets", ()))

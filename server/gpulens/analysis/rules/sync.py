@@ -543,8 +543,11 @@ def _backward_loss(node: ast.Call, loop: Loop, ctx: Context) -> bool:
     model's device, whatever the file says of that device."""
     if not loop.backward or len(node.args) != 1 or not isinstance(node.args[0], ast.Name):
         return False
-    name = node.args[0].id
-    return ctx.value(node.args[0]) is None and name in backward_losses(loop.node)
+    if ctx.value(node.args[0]) is not None:
+        return False
+    if loop.losses is None:  # once per loop, not once per read
+        loop.losses = backward_losses(loop.node)
+    return node.args[0].id in loop.losses
 
 
 def _may_be_tensor(node: ast.expr, ctx: Context) -> bool:
@@ -668,9 +671,8 @@ def _check_logging(node: ast.Call, ctx: Context) -> bool:
     level = _logging_level(node.func, ctx)
     if loop is None or level is None:
         return level is not None
-    for argument in node.args[1:]:
-        if not ctx.on_gpu(argument):
-            continue
+    argument = next((a for a in node.args[1:] if ctx.on_gpu(a)), None)
+    if argument is not None:  # the first read waits; the rest find the GPU done
         what = (
             f"Logging a GPU value (`{shown(ctx, argument)}`) formats it when the record is "
             "emitted, which copies it to the host and waits for the GPU"
@@ -693,7 +695,6 @@ def _check_logging(node: ast.Call, ctx: Context) -> bool:
                 advice=". Log it every N steps or after the loop.",
                 subject=ctx.value(argument),
             )
-        return True
     return True
 
 
