@@ -191,14 +191,65 @@ def _is_device_type(node: ast.expr) -> bool:
 _HOST_TYPES = frozenset({"list", "tuple", "dict", "set", "str", "bytes", "int", "float", "bool"})
 
 
+# of those, the ones that hold no array at all (a float is a float, a list may hold tensors)
+_SCALAR_TYPES = frozenset({"str", "bytes", "int", "float", "bool"})
+# mappings: iterating one gives its keys
+_MAPPING_TYPES = frozenset({"dict", "Mapping", "MutableMapping", "OrderedDict", "defaultdict"})
+
+
 def narrowed_to_host(test: ast.expr) -> list[str]:
     """The names a test proves hold Python containers or numbers where it holds:
     `isinstance(a, list)`, `isinstance(x, (int, float))`, alone or in an `and`."""
+    return _narrowed(test, _HOST_TYPES)
+
+
+def narrowed_to_scalar(test: ast.expr) -> list[str]:
+    """The names a test proves hold Python numbers or text where it holds
+    (`isinstance(x, float)`): no array, whatever they held before."""
+    return _narrowed(test, _SCALAR_TYPES)
+
+
+def narrowed_to_mapping(test: ast.expr) -> list[str]:
+    """The names a test proves hold dicts where it holds (`isinstance(x, dict)`)."""
+    return _narrowed(test, _MAPPING_TYPES)
+
+
+def scalar_unless(test: ast.expr) -> list[str]:
+    """The names that hold Python numbers or text where a test fails:
+    `if not isinstance(x, float): ...` (its `else`, or the path that skips it)."""
+    match test:
+        case ast.UnaryOp(op=ast.Not(), operand=operand):
+            return narrowed_to_scalar(operand)
+    return []
+
+
+def _narrowed(test: ast.expr, types: frozenset[str]) -> list[str]:
     match test:
         case ast.BoolOp(op=ast.And(), values=values):
-            return [name for value in values for name in narrowed_to_host(value)]
-        case ast.Call(func=ast.Name(id="isinstance"), args=[ast.Name(id=name), types]):
-            kinds = types.elts if isinstance(types, ast.Tuple) else [types]
-            if kinds and all(isinstance(k, ast.Name) and k.id in _HOST_TYPES for k in kinds):
+            return [name for value in values for name in _narrowed(value, types)]
+        case ast.Call(func=ast.Name(id="isinstance"), args=[ast.Name(id=name), tested]):
+            kinds = tested.elts if isinstance(tested, ast.Tuple) else [tested]
+            if kinds and all(_type_name(k) in types for k in kinds):
                 return [name]
     return []
+
+
+def _type_name(node: ast.expr) -> str | None:
+    """`dict`, `collections.abc.Mapping`: the type's own name."""
+    match node:
+        case ast.Name(id=name) | ast.Attribute(attr=name):
+            return name
+    return None
+
+
+def falls_through(body: list[ast.stmt]) -> bool:
+    """Whether running a block may go on to the statement after it: not where it ends in
+    `raise` or `return` (or an `if` each of whose branches does)."""
+    if not body:
+        return True
+    last = body[-1]
+    if isinstance(last, ast.Raise | ast.Return):
+        return False
+    if isinstance(last, ast.If) and last.orelse:
+        return falls_through(last.body) or falls_through(last.orelse)
+    return True

@@ -23,11 +23,15 @@ from gpulens.analysis.definitions import CONSTRUCTORS, Definitions, flat_stateme
 from gpulens.analysis.function_results import CallSites, FunctionResultsMixin, Recording
 from gpulens.analysis.guards import (
     device_test,
+    falls_through,
     is_few,
     leaves_loop,
     narrowed_to_host,
+    narrowed_to_mapping,
+    narrowed_to_scalar,
     needs_cuda,
     runs_once_per_period,
+    scalar_unless,
 )
 from gpulens.analysis.incremental import CALLED, FunctionMemo
 from gpulens.analysis.model import Finding
@@ -139,6 +143,8 @@ class _Walker(FunctionResultsMixin):
             tuple[int, int], tuple[Scope, dict[str, tuple[object, Value | None]]]
         ] = {}
         self._devices: dict[int, tuple[Scope, tuple[str, ...]]] = {}
+        # the names the tests around the walked statement prove to hold dicts
+        self._mappings: list[str] = []
         self._file_key: tuple[object, ...] | None = None
         self._shared_key: tuple[tuple[object, ...], tuple[object, ...]] | None = None
         self._texts: dict[int, str] = {}  # id of a function (alive for the walk) -> its source
@@ -673,6 +679,11 @@ class _Walker(FunctionResultsMixin):
             held = self.evaluator.scope.lookup(name)
             if held is not None and held.array_on_gpu:
                 self.bind(name, None)
+        # `if isinstance(loss, float):`: a Python number there, whatever it held before
+        self.narrow_to_scalar(narrowed_to_scalar(node.test))
+        # `if isinstance(out, dict): for name in sorted(out)`: its keys, not its entries
+        mappings = narrowed_to_mapping(node.test)
+        self._mappings.extend(mappings)
         # `if not torch.isfinite(loss): warnings.warn(f"… {loss.item()}")`: the branch runs
         # only when something went wrong, and its reads at most that once
         failure = _reports_failure(node.body, self.ctx)
@@ -685,16 +696,32 @@ class _Walker(FunctionResultsMixin):
             self.ctx.host_only -= on_gpu is False
             self.ctx.host_only -= failure
             self.ctx.cuda_only -= cuda_only
+            del self._mappings[len(self._mappings) - len(mappings) :]
             if guard:
                 loop.guarded = False  # type: ignore[union-attr]
         after_body = self.evaluator.scope.snapshot()
         self.restore(before)
+        # `if not isinstance(loss, float): …`: on the path that skips it, a Python number
+        self.narrow_to_scalar(scalar_unless(node.test))
         self.ctx.host_only += on_gpu is True
         try:
             self.block(node.orelse)
         finally:
             self.ctx.host_only -= on_gpu is True
-        self.join(after_body, self.evaluator.scope.snapshot())
+        after_else = self.evaluator.scope.snapshot()
+        # a branch that ends in `raise` or `return` binds nothing the code after it sees
+        if not falls_through(node.body):
+            self.join(after_else)
+        elif node.orelse and not falls_through(node.orelse):
+            self.join(after_body)
+        else:
+            self.join(after_body, after_else)
+
+    def narrow_to_scalar(self, names: list[str]) -> None:
+        for name in names:
+            held = self.evaluator.scope.lookup(name)
+            if held is not None and held.kind is not Kind.HOST:
+                self.bind(name, Value(Kind.HOST))
 
     def failure_only(self, node: ast.expr) -> None:
         """Walk what runs only when something failed (an assert's message): it binds and
@@ -978,7 +1005,22 @@ class _Walker(FunctionResultsMixin):
                 self.bind_all(key, None)  # the names of a batch's fields, a state dict's keys
                 self.bind_all(item, element_of(self.evaluator.value(mapping)))
                 return
+        if self.keys_of(iterable):
+            self.bind_all(target, None)
+            return
         self.bind_all(target, element_of(self.iterated(iterable)))
+
+    def keys_of(self, node: ast.expr) -> bool:
+        """Whether iterating ``node`` gives a mapping's keys: `x.keys()`, or a name a test
+        proved a dict (`sorted(x)`, `list(x)` of one too)."""
+        match node:
+            case ast.Call(func=ast.Attribute(attr="keys"), args=[]):
+                return True
+            case ast.Call(func=ast.Name(id="sorted" | "list" | "reversed"), args=[inner]):
+                return self.keys_of(inner)
+            case ast.Name(id=name):
+                return name in self._mappings
+        return False
 
     def record_call(self, node: ast.Call) -> None:
         """Remember what the file passes to its own functions and methods, and from where."""
@@ -1052,7 +1094,11 @@ class _Walker(FunctionResultsMixin):
         ):
             return
         for target in self.call_targets(node.args[1]):
-            self.merge_call(target, (), _engine_call(target.rsplit(".", 1)[-1]))
+            hot_call = _engine_call(target.rsplit(".", 1)[-1])
+            # (recorded like a call: a walk replayed from the memo registers it again)
+            for recording in self._recordings:
+                recording.calls.append((target, (), hot_call))
+            self.merge_call(target, (), hot_call)
 
     def per_iteration_event(self, event: ast.expr) -> bool:
         """An ignite event that fires on every iteration (`Events.ITERATION_COMPLETED`, or a
