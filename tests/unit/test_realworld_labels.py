@@ -17,7 +17,7 @@ import pytest
 
 BENCHMARK = Path(__file__).resolve().parents[2] / "benchmarks" / "realworld.py"
 # held-out parts labeled with sites first; their findings are judged once, later
-BLIND = ("heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7", "heldout8")
+BLIND = ("heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7", "heldout8", "heldout9")
 
 
 def _load_benchmark():
@@ -69,6 +69,7 @@ def test_a_held_out_part_exists_beside_the_tuned_one() -> None:
     assert splits.count("heldout6") >= 3
     assert splits.count("heldout7") >= 3
     assert splits.count("heldout8") >= 3
+    assert splits.count("heldout9") >= 3
 
 
 @pytest.mark.parametrize(
@@ -81,6 +82,7 @@ def test_a_held_out_part_exists_beside_the_tuned_one() -> None:
         ("heldout6", 80),
         ("heldout7", 80),
         ("heldout8", 80),
+        ("heldout9", 80),
     ],
 )
 def test_each_blind_part_lists_sites_of_its_own(split: str, at_least: int) -> None:
@@ -386,7 +388,13 @@ def test_the_report_adds_packages_up_by_split_and_by_rule() -> None:
         ),
         [],
     )
-    report = rw.build_report([tuned, heldout, second, third, fourth, fifth, sixth, seventh, eighth])
+    ninth = rw.score_package(
+        _package([], [("pkg/h.py", 4, "GPU010", "a layer sized 1000 under autocast")], split="heldout9"),
+        [_seen("pkg/h.py", 4, "GPU010")],
+    )
+    report = rw.build_report(
+        [tuned, heldout, second, third, fourth, fifth, sixth, seventh, eighth, ninth]
+    )
     assert report.by_split["tuned"].all.lenient == 0.0
     assert report.by_split["heldout"].all.strict == 1.0
     assert report.total.all.lenient == pytest.approx(0.5)
@@ -398,7 +406,8 @@ def test_the_report_adds_packages_up_by_split_and_by_rule() -> None:
     assert report.by_split["heldout6"].all.recall == 0.0
     assert report.by_split["heldout7"].all.recall == 1.0
     assert report.by_split["heldout8"].all.recall == 0.0
-    assert report.total.all.recall == pytest.approx(4 / 8)
+    assert report.by_split["heldout9"].all.recall == 1.0
+    assert report.total.all.recall == pytest.approx(5 / 9)
     text = rw.format_text(report)
     assert "heldout part" in text and "GPU001" in text
     assert "all, heldout2 part" in text and "demo-heldout2 (heldout2)" in text
@@ -408,6 +417,7 @@ def test_the_report_adds_packages_up_by_split_and_by_rule() -> None:
     assert "all, heldout6 part" in text and "demo-heldout6 (heldout6)" in text
     assert "all, heldout7 part" in text and "demo-heldout7 (heldout7)" in text
     assert "all, heldout8 part" in text and "demo-heldout8 (heldout8)" in text
+    assert "all, heldout9 part" in text and "demo-heldout9 (heldout9)" in text
     # the parts come in their fixed order, the newest last
     assert text.index("all, heldout2 part") < text.index("all, heldout3 part")
     assert text.index("all, heldout3 part") < text.index("all, heldout4 part")
@@ -415,6 +425,7 @@ def test_the_report_adds_packages_up_by_split_and_by_rule() -> None:
     assert text.index("all, heldout5 part") < text.index("all, heldout6 part")
     assert text.index("all, heldout6 part") < text.index("all, heldout7 part")
     assert text.index("all, heldout7 part") < text.index("all, heldout8 part")
+    assert text.index("all, heldout8 part") < text.index("all, heldout9 part")
 
 
 def test_hints_are_scored_apart_from_the_findings_shown_by_default() -> None:
