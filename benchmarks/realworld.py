@@ -7,8 +7,8 @@ at pinned versions from the package index pip uses and cached in `.cache/realwor
 the labels live in the repository: `benchmarks/realworld/labels/<package>.toml`, one file per
 package, holding the pin, the files in scope, the split (`tuned`, `heldout`, `heldout2`,
 `heldout3`, `heldout4`, `heldout5`, `heldout6`, `heldout7`, `heldout8` or `heldout9`; the last
-eight are held-out parts whose sites were listed before gpulens ran on them and whose findings are judged
-once, later), a verdict for every finding gpulens printed (`tp`: a GPU cost worth fixing;
+eight are held-out parts whose sites were listed before gpulens ran on them and whose findings
+are judged once, later), a verdict for every finding gpulens printed (`tp`: a GPU cost worth fixing;
 `negligible`: true but not worth a user's time; `fp`: wrong for the code it sits on) and the
 *sites*: real pitfalls a reader finds by eye, each with the rule that should report it.
 

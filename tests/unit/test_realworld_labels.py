@@ -17,7 +17,16 @@ import pytest
 
 BENCHMARK = Path(__file__).resolve().parents[2] / "benchmarks" / "realworld.py"
 # held-out parts labeled with sites first; their findings are judged once, later
-BLIND = ("heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7", "heldout8", "heldout9")
+BLIND = (
+    "heldout2",
+    "heldout3",
+    "heldout4",
+    "heldout5",
+    "heldout6",
+    "heldout7",
+    "heldout8",
+    "heldout9",
+)
 
 
 def _load_benchmark():
@@ -389,7 +398,9 @@ def test_the_report_adds_packages_up_by_split_and_by_rule() -> None:
         [],
     )
     ninth = rw.score_package(
-        _package([], [("pkg/h.py", 4, "GPU010", "a layer sized 1000 under autocast")], split="heldout9"),
+        _package(
+            [], [("pkg/h.py", 4, "GPU010", "a layer sized 1000 under autocast")], split="heldout9"
+        ),
         [_seen("pkg/h.py", 4, "GPU010")],
     )
     report = rw.build_report(
