@@ -5,6 +5,7 @@ guess only, and so is what it makes on their device (`device=embeddings.device`)
 reads of them on the host is at most a hint."""
 
 import torch
+from torch import nn
 
 from metric_losses import BaseMetricLossFunction, GenericPairLoss
 
@@ -52,3 +53,16 @@ class LossLogger:
         if labels.sum() > 0:  # must not: GPU001
             return embeddings.mean()
         return None
+
+
+class DetectorWithLoss(nn.Module):
+    """Its own forward calls `compute_loss`: that method is walked as the call, with what the
+    forward hands it (here on the GPU for sure), not as a hook on guessed inputs."""
+
+    def forward(self, images):
+        scores = torch.rand(images.shape[0], 4, device="cuda")
+        return self.compute_loss(scores)
+
+    def compute_loss(self, scores):
+        self.largest = scores.max().item()  # expect: GPU001
+        return scores.sum()
