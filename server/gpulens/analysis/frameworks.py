@@ -310,7 +310,10 @@ STEP_METHODS[LIGHTNING_CALLBACK] = {
 # training step calls it once, on what the model produced
 LOSS = "loss"
 LOSS_CLASS = re.compile(r"(Loss|Criterion)\d*$")
-STEP_METHODS[LOSS] = {"__call__": (), "forward": (), "loss": ()}
+# (`compute_loss` / `_compute_loss`: the hook a base loss's `forward` calls once per step, in
+# a subclass that inherits that forward from a library or another file)
+LOSS_HOOKS = frozenset({"compute_loss", "_compute_loss"})
+STEP_METHODS[LOSS] = {name: () for name in ("__call__", "forward", "loss", *sorted(LOSS_HOOKS))}
 # libraries whose base classes name the methods their own loops call once per step, and
 # the parameters that receive data on the model's device; where a tuple is empty, every
 # required parameter does (a metric's `update(preds, target)`, a buffer's `add(...)`)

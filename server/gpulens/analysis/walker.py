@@ -284,6 +284,11 @@ class _Walker(FunctionResultsMixin):
             return None  # not the framework's hook: a method of the same name
         required = parameters[: len(parameters) - len(function.args.defaults)]
         if framework == fw.LOSS:
+            if function.name in fw.LOSS_HOOKS and not _inherits_entry(
+                self.definitions.methods.get(scope.name, {})
+            ):
+                # its own forward calls it: walked as that call, with what the forward passes
+                return None
             # what the model produced and the batch: the required arguments, on the model's
             # device if the model is on one (which the file does not show)
             return f"the training step that computes {scope.name}", required, True
@@ -1390,6 +1395,11 @@ def _iterated_names(iterable: ast.expr) -> set[str]:
         case ast.Call(func=ast.Name(id="zip" | "enumerate" | "reversed"), args=arguments):
             return {a.id for a in arguments if isinstance(a, ast.Name)}
     return set()
+
+
+def _inherits_entry(methods: dict[str, Function]) -> bool:
+    """Whether a loss class leaves its entry (`forward`, `__call__`, `loss`) to its base."""
+    return not any(name in methods for name in ("forward", "__call__", "loss"))
 
 
 def _forward_computes_loss(cls: ast.ClassDef) -> bool:
