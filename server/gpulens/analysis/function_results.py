@@ -365,6 +365,8 @@ class FunctionResultsMixin:
                 tuple(sorted(definitions.bases.items())),
                 tuple(sorted(definitions.duplicated)),
                 tuple(sorted(definitions.relatives)),
+                # which classes are records, whose fields hold what they are built with
+                tuple(sorted(self.evaluator.record_classes())),
                 mentions_mps(self.ctx),
                 None if self.links is None else self.links.key,
                 tuple(sorted(self.project_returned.items(), key=repr)),

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from gpulens.analysis.incremental import FunctionMemo, _Block
     from gpulens.analysis.source import SourceText
     from gpulens.analysis.symbols import Scope
-    from gpulens.analysis.values import Judgment
+    from gpulens.analysis.values import Built, Judgment
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 Pending = tuple["Condition", Finding]
@@ -126,7 +126,7 @@ class Trace:
         self.pending_extents: list[tuple[int, int]] = []
         self.facts = ModuleFacts()
         self.judged: frozenset[int] = frozenset()  # ids of the functions whose returns were read
-        self.judgments: dict[tuple[int, int, int], tuple[object, object, object]] = {}
+        self.judgments: dict[tuple[int, int, int], tuple[object, object, object, object]] = {}
         self.aliases: frozenset[str] = frozenset()  # see `walked`
         self.notes: list[str] = []
 
@@ -151,7 +151,7 @@ class Trace:
         self.judged = frozenset(key[0] for key in evaluator._returns)
         # what the target returns, as callers' keys hold it, in each state it was judged in
         self.judgments = {
-            key[1]: (fingerprint(found[0]), _parts(found[1]), found[2])
+            key[1]: (fingerprint(found[0]), _parts(found[1]), found[2], _built(found[3]))
             for key, found in evaluator._returns.items()
             if key[0] == id(self.target)
         }
@@ -422,6 +422,7 @@ def walk_region(
             fingerprint(evaluator.returned(trace.target)),
             _parts(evaluator.returned_parts(trace.target)),
             evaluator.host_reads(trace.target),
+            _built(evaluator.records_built(trace.target)),
         )
         if trace.judgments != {evaluator.state(): judged}:
             return None
@@ -575,3 +576,9 @@ class _CallSitesCopied(dict):  # type: ignore[type-arg]
         if dict.__contains__(self, key) or key in self._base:
             return self[key]
         return default
+
+
+def _built(built: Built) -> tuple[tuple[str, str, object], ...]:
+    """What a function builds records with, as the walks of the bodies that read their
+    fields see it."""
+    return tuple((cls, name, fingerprint(value)) for cls, name, value in built)

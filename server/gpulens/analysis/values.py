@@ -41,12 +41,16 @@ Parts = tuple[Value | None, ...] | None
 # the parameters a function reads on the host on every call, each as (its position among
 # the arguments a call passes, its name, the read: "`.item()`")
 HostReads = tuple[tuple[int, str, str], ...]
-Judgment = tuple[Value | None, Parts, HostReads]
+# the records (NamedTuples, dataclasses) of the file a body builds, each field with what it is
+# given: (class, field, value)
+Built = tuple[tuple[str, str, Value], ...]
+Judgment = tuple[Value | None, Parts, HostReads, Built]
 
 
 class Evaluator:
     __slots__ = (
         "_cache",
+        "_fields",
         "_groups",
         "_judging",
         "_open_groups",
@@ -83,6 +87,8 @@ class Evaluator:
         # the judgments whose every return gives the value judged (no path returns an
         # unknown or a host value): what another module may take as proven
         self._sure: set[tuple[int, tuple[int, int, int]]] = set()
+        # what the fields of each record class of the file hold, per state (`record_fields`)
+        self._fields: dict[tuple[int, tuple[int, int, int]], dict[str, Value]] = {}
         self._static: dict[str, Scope] = {}
         # the judgments asked for outside other judgments, in order: the function and the
         # state it was judged in (a memoized body may read only what its key holds)
@@ -321,6 +327,9 @@ class Evaluator:
                     returned = self.returned(origin)
                     return None if returned is None or returned.kind is Kind.HOST else returned
                 return bound
+        field = self._record_field(node)
+        if field is not ...:
+            return field if isinstance(field, Value) else None
         qualified = self.imports.qualname(node)
         if qualified in ("torch.float16", "torch.half", "torch.bfloat16"):
             return None
@@ -563,6 +572,10 @@ class Evaluator:
         passed there makes each call wait for the GPU."""
         return self._judged(function)[2]
 
+    def records_built(self, function: Function) -> Built:
+        """The GPU values ``function`` builds records of the file with, field by field."""
+        return self._judged(function)[3]
+
     def state(self) -> tuple[int, int, int]:
         """What a judgment of a function's returns reads besides the file's definitions: the
         imports and the classes seen so far (these only grow during a walk)."""
@@ -577,12 +590,12 @@ class Evaluator:
         # (what a caller's walk reads must not depend on the order functions are walked in)
         group = self._group_of(function)
         if group is not None and group in self._open_groups:
-            return None, None, self._host_reads_of(function)
+            return None, None, self._host_reads_of(function), ()
         key = (id(function), state)
         if key in self._returns:
             return self._returns[key]
         reads = self._host_reads_of(function)
-        self._returns[key] = (None, None, reads)  # a recursive call returns "unknown"
+        self._returns[key] = (None, None, reads, ())  # a recursive call returns "unknown"
         saved = self.scope, self._cache
         self.scope = Scope("function", function.name, self._static_scope(function))
         self._cache = {}
@@ -590,8 +603,8 @@ class Evaluator:
         if group is not None:
             self._open_groups.append(group)
         try:
-            returned, parts, sure = self._judge_returns(function)
-            result = (returned, parts, reads)
+            returned, parts, sure, built = self._judge_returns(function)
+            result = (returned, parts, reads, built)
             if sure:
                 self._sure.add(key)
         finally:
@@ -654,9 +667,9 @@ class Evaluator:
             scope.bind(f"self.{name}", Value(Kind.FUNCTION, origin=definition))
         return scope
 
-    def _judge_returns(self, function: Function) -> tuple[Value | None, Parts, bool]:
-        """What the function returns, the parts of the tuple it returns, and whether every
-        return gives that value."""
+    def _judge_returns(self, function: Function) -> tuple[Value | None, Parts, bool, Built]:
+        """What the function returns, the parts of the tuple it returns, whether every
+        return gives that value, and the GPU values it builds records of the file with."""
         returned: Value | None = None
         unknown = False
         hosts_returned = False
@@ -664,7 +677,11 @@ class Evaluator:
         parts: list[Value | None] | None = None
         tuples = True
         hosts: set[str] = set()  # locals holding host values: `lengths = [len(h) for h in hs]`
+        records = self.record_classes() if self.definitions.classes else {}
+        built: list[tuple[str, str, Value]] = []
         for statement in flat_statements(function.body):
+            if records:
+                built.extend(self._built(statement, records))
             match statement:
                 case ast.Assign(targets=targets, value=value):
                     for target in targets:
@@ -713,11 +730,117 @@ class Evaluator:
                     if found is not None and found.on_gpu:
                         returned = Value(Kind.DEVICE_LOADER, found.lib)
         split = tuple(parts) if tuples and parts is not None else None
+        made = tuple(built)
         if generator:
-            return returned, None, not unknown and not hosts_returned
+            return returned, None, not unknown and not hosts_returned, made
         if returned is not None:
-            return returned, split, not unknown and not hosts_returned
-        return (None if unknown else Value(Kind.HOST)), split, not unknown
+            return returned, split, not unknown and not hosts_returned, made
+        return (None if unknown else Value(Kind.HOST)), split, not unknown, made
+
+    # -- records: the file's NamedTuples and dataclasses -----------------------------------
+
+    def record_classes(self) -> dict[str, ast.ClassDef]:
+        """The classes of the file whose objects keep what they are built with, field by
+        field: NamedTuples and dataclasses."""
+        return {
+            name: cls
+            for name, cls in self.definitions.classes.items()
+            if self._is_record_class(cls)
+        }
+
+    def _is_record_class(self, cls: ast.ClassDef) -> bool:
+        # (a name defined twice: which class an object is depends on where it was made)
+        return is_record(cls) and f"class {cls.name}" not in self.definitions.duplicated
+
+    def _built(self, statement: ast.stmt, records: dict[str, ast.ClassDef]) -> Built:
+        """`Hypothesis(score=scores[j], yseq=seq)` in a statement's own expressions: each
+        field of a record of the file given a GPU value, with that value."""
+        found: list[tuple[str, str, Value]] = []
+        for node in _expressions_in(statement):
+            if not (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id in records
+            ):
+                continue
+            fields = record_field_names(records[node.func.id])
+            given = [
+                *zip(fields, node.args, strict=False),
+                *((k.arg, k.value) for k in node.keywords if k.arg in fields),
+            ]
+            for name, argument in given:
+                if isinstance(argument, ast.Starred):
+                    break
+                value = self.value(argument)
+                if value is not None and value.on_gpu:
+                    found.append((node.func.id, name, value))
+        return tuple(found)
+
+    def record_fields(self, cls: ast.ClassDef) -> dict[str, Value]:
+        """What each field of a record class of the file may hold: the GPU values the
+        file's functions build its objects with, judged from each body (a field given a
+        GPU value anywhere may hold one, as an attribute set by any method may)."""
+        key = (id(cls), self.state())
+        found = self._fields.get(key)
+        if found is not None:
+            return found
+        found = {}
+        definitions = self.definitions
+        functions = [
+            *definitions.functions.values(),
+            *(f for methods in definitions.methods.values() for f in methods.values()),
+        ]
+        call = f"{cls.name}("
+        for function in functions:
+            if self.text_of is not None and call not in self.text_of(function):
+                continue
+            for name, field, value in self.records_built(function):
+                if name == cls.name:
+                    found[field] = merge(found.get(field), value) or value
+        self._fields[key] = found
+        return found
+
+    def _record_field(self, node: ast.Attribute) -> object:
+        """`hyp.score` of an object of a record class of the file, `self.score` in one of
+        its methods: what the file builds that field with (None: no GPU value); ``...``
+        where the receiver is no such object. Judgments of function bodies do not read
+        fields, so that what a body builds records with never depends on which record was
+        judged first."""
+        if self._judging:
+            return ...
+        cls: ast.ClassDef | None = None
+        receiver = node.value
+        if isinstance(receiver, ast.Name) and receiver.id == "self":
+            owner = self.scope.enclosing_class()
+            cls = self.definitions.classes.get(owner.name) if owner is not None else None
+        else:
+            held = self.value(receiver)
+            if held is not None and held.kind is Kind.INSTANCE:
+                cls = held.origin if isinstance(held.origin, ast.ClassDef) else None
+        if cls is None or not self._is_record_class(cls):
+            return ...
+        if node.attr not in record_field_names(cls):
+            return ...
+        return self.record_fields(cls).get(node.attr)
+
+    def record_of(self, annotation: ast.expr | None, *, items: bool = False) -> Value | None:
+        """An object of the record class an annotation names (`hyp: Hypothesis`), or with
+        ``items``, that a sequence annotation names for its items (`hyps: List[Hypothesis]`)."""
+        if items:
+            match annotation:
+                case ast.Subscript(value=container, slice=inner) if (
+                    simple_name(container) in _SEQUENCES
+                ):
+                    if isinstance(inner, ast.Tuple) and inner.elts:
+                        inner = inner.elts[0]  # `Tuple[Hypothesis, ...]`
+                    return self.record_of(inner)
+            return None
+        if not isinstance(annotation, ast.Name):
+            return None
+        cls = self.definitions.classes.get(annotation.id)
+        if cls is None or not self._is_record_class(cls):
+            return None
+        return Value(Kind.INSTANCE, origin=cls)
 
     def _bind_quietly(self, target: ast.expr, value: ast.expr) -> None:
         if (
@@ -768,6 +891,8 @@ class Evaluator:
         if receiver is None:
             return None
         if receiver.kind is Kind.INSTANCE and isinstance(receiver.origin, ast.ClassDef):
+            if method == "_replace" and self._is_record_class(receiver.origin):
+                return receiver  # a NamedTuple's copy with fields replaced: the same record
             return self._instance_method(node, method, receiver.origin)
         if receiver.kind is Kind.ARRAY_MODULE:
             # `xp.linalg.norm(r)`: an array where the inputs are, on the GPU by a guess
@@ -1112,6 +1237,29 @@ def element_of(value: Value | None) -> Value | None:
     if value.kind in (Kind.GPU, Kind.DEVICE_LOADER):
         return Value(Kind.GPU, value.lib, exact=False, guessed=value.guessed)
     return None
+
+
+def is_record(cls: ast.ClassDef) -> bool:
+    """A NamedTuple or a dataclass: its objects hold what they are built with, as fields."""
+    if any(simple_name(base) == "NamedTuple" for base in cls.bases):
+        return True
+    return any(
+        simple_name(d.func if isinstance(d, ast.Call) else d) == "dataclass"
+        for d in cls.decorator_list
+    )
+
+
+def record_field_names(cls: ast.ClassDef) -> list[str]:
+    """The fields of a record class, in order: its annotated names."""
+    return [
+        s.target.id
+        for s in cls.body
+        if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name) and s.simple
+    ]
+
+
+# annotations of sequences whose item type is their (first) argument
+_SEQUENCES = frozenset({"List", "list", "Sequence", "Iterable", "Iterator", "Tuple", "tuple"})
 
 
 def is_text(node: ast.expr) -> bool:

@@ -355,6 +355,16 @@ class _Walker(FunctionResultsMixin):
                     else None
                 )
                 scope.bind(argument.arg, value)
+        for argument in (
+            *function.args.posonlyargs,
+            *function.args.args,
+            *function.args.kwonlyargs,
+        ):
+            if scope.bindings.get(argument.arg) is None and argument.annotation is not None:
+                # `hyp: Hypothesis`: an object of a record class of the file
+                record = self.evaluator.record_of(argument.annotation)
+                if record is not None:
+                    scope.bind(argument.arg, record)
         for name in _few_by_default(function):
             if scope.bindings.get(name) is None:
                 scope.bind(name, Value(Kind.FEW))  # `policy_delay: int = 2`
@@ -1013,7 +1023,22 @@ class _Walker(FunctionResultsMixin):
         if self.keys_of(iterable):
             self.bind_all(target, None)
             return
-        self.bind_all(target, element_of(self.iterated(iterable)))
+        held = element_of(self.iterated(iterable))
+        if held is None and isinstance(target, ast.Name):
+            held = self.annotated_items(iterable)
+        self.bind_all(target, held)
+
+    def annotated_items(self, iterable: ast.expr) -> Value | None:
+        """The items of a parameter annotated as a sequence of a record class of the file
+        (`hyps: List[Hypothesis]`): objects of that class."""
+        function = self.ctx.function
+        if not isinstance(iterable, ast.Name) or function is None:
+            return None
+        arguments = function.args
+        for argument in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs):
+            if argument.arg == iterable.id:
+                return self.evaluator.record_of(argument.annotation, items=True)
+        return None
 
     def keys_of(self, node: ast.expr) -> bool:
         """Whether iterating ``node`` gives a mapping's keys: `x.keys()`, or a name a test
