@@ -836,8 +836,7 @@ def check_chained_comparison(node: ast.Compare, ctx: Context) -> None:
         "which copies it to the host and waits for the GPU",
         loop,
         ctx,
-        advice=". Combine the links on the device (`(a < b) & (b < c)`) or compare host "
-        "numbers.",
+        advice=". Combine the links on the device (`(a < b) & (b < c)`) or compare host numbers.",
         subject=subject,
     )
 
@@ -850,8 +849,11 @@ def _read_as_bool(node: ast.expr, statement: ast.stmt) -> bool:
     `if`, `while`, `assert` or conditional expression, an operand of `and`/`or` or `not`."""
     for candidate in ast.walk(statement):
         match candidate:
-            case ast.If(test=test) | ast.While(test=test) | ast.Assert(test=test) | ast.IfExp(
-                test=test
+            case (
+                ast.If(test=test)
+                | ast.While(test=test)
+                | ast.Assert(test=test)
+                | ast.IfExp(test=test)
             ) if test is node:
                 return True
             case ast.BoolOp(values=values) if any(v is node for v in values):
