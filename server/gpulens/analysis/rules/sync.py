@@ -810,6 +810,59 @@ def check_bool_operands(node: ast.BoolOp, ctx: Context) -> None:
             return
 
 
+@checks(ast.Compare)
+def check_chained_comparison(node: ast.Compare, ctx: Context) -> None:
+    """`a < b < c` is `a < b and b < c`: Python tests each link but the last as a bool to
+    decide whether to go on, wherever the chain stands (`on_grid = t0 < t < t1`)."""
+    loop = ctx.hot_loop
+    if loop is None or len(node.ops) < 2 or any(isinstance(op, _MEMBERSHIP) for op in node.ops):
+        return
+    if ctx.statement is not None and _read_as_bool(node, ctx.statement):
+        return  # the test reads the whole chain: one finding there (check_truth_test)
+    operands = [node.left, *node.comparators]
+    subject = next(
+        (
+            value
+            for operand in operands[:-1]  # the last link's operands are not tested by it
+            if (value := ctx.value(operand)) is not None and value.on_gpu
+        ),
+        None,
+    )
+    if subject is None:
+        return
+    _report_sync(
+        node,
+        f"The chained comparison `{shown(ctx, node)}` tests its first link as a Python bool, "
+        "which copies it to the host and waits for the GPU",
+        loop,
+        ctx,
+        advice=". Combine the links on the device (`(a < b) & (b < c)`) or compare host numbers.",
+        subject=subject,
+    )
+
+
+_MEMBERSHIP = (ast.Is, ast.IsNot, ast.In, ast.NotIn)
+
+
+def _read_as_bool(node: ast.expr, statement: ast.stmt) -> bool:
+    """Whether a truth-test check reads ``node`` whole in ``statement``: the test of an
+    `if`, `while`, `assert` or conditional expression, an operand of `and`/`or` or `not`."""
+    for candidate in ast.walk(statement):
+        match candidate:
+            case (
+                ast.If(test=test)
+                | ast.While(test=test)
+                | ast.Assert(test=test)
+                | ast.IfExp(test=test)
+            ) if test is node:
+                return True
+            case ast.BoolOp(values=values) if any(v is node for v in values):
+                return True
+            case ast.UnaryOp(op=ast.Not(), operand=operand) if operand is node:
+                return True
+    return False
+
+
 @checks(ast.UnaryOp)
 def check_not(node: ast.UnaryOp, ctx: Context) -> None:
     loop = ctx.hot_loop
