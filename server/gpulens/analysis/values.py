@@ -679,10 +679,15 @@ class Evaluator:
         hosts: set[str] = set()  # locals holding host values: `lengths = [len(h) for h in hs]`
         records = self.record_classes() if self.definitions.classes else {}
         built: list[tuple[str, str, Value]] = []
+        sentinels = False  # a return of a plain number (`return -1`): a path that computed nothing
         for statement in flat_statements(function.body):
             if records:
                 built.extend(self._built(statement, records))
             match statement:
+                case ast.Assign(targets=targets, value=value) if _is_number(value) and all(
+                    self._holds_gpu(target) for target in targets
+                ):
+                    pass  # `error = -1.` on one branch: the name keeps what the others bound
                 case ast.Assign(targets=targets, value=value):
                     for target in targets:
                         self._bind_quietly(target, value)
@@ -704,6 +709,9 @@ class Evaluator:
                     for item in items:
                         if item.optional_vars is not None:
                             self._bind_quietly(item.optional_vars, item.context_expr)
+                case ast.Return(value=value) if _is_number(value):
+                    sentinels = True
+                    tuples = False
                 case ast.Return(value=value):
                     found = self.value(value)
                     if found is not None and found.kind is not Kind.HOST:
@@ -731,6 +739,8 @@ class Evaluator:
                         returned = Value(Kind.DEVICE_LOADER, found.lib)
         split = tuple(parts) if tuples and parts is not None else None
         made = tuple(built)
+        if sentinels and (returned is None or not returned.on_gpu):
+            hosts_returned = True  # a number beside host or unknown returns is a host value
         if generator:
             return returned, None, not unknown and not hosts_returned, made
         if returned is not None:
@@ -841,6 +851,10 @@ class Evaluator:
         if cls is None or not self._is_record_class(cls):
             return None
         return Value(Kind.INSTANCE, origin=cls)
+
+    def _holds_gpu(self, target: ast.expr) -> bool:
+        found = self.value(target) if isinstance(target, ast.Name) else None
+        return found is not None and found.on_gpu
 
     def _bind_quietly(self, target: ast.expr, value: ast.expr) -> None:
         if (
@@ -1295,6 +1309,18 @@ def formatted_operands(node: ast.expr) -> list[ast.expr]:
 
 # str methods whose result is a str again (what is formatted from a str literal stays text)
 _STR_METHODS = frozenset({"format", "join", "strip", "ljust", "rjust", "center", "replace"})
+
+
+def _is_number(node: ast.expr | None) -> bool:
+    """A plain number, signed or not (`-1.`, `0`): what a function returns or binds on a
+    path that computed nothing (an error code, an empty input)."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
+        node = node.operand
+    return (
+        isinstance(node, ast.Constant)
+        and isinstance(node.value, int | float)
+        and not isinstance(node.value, bool)
+    )
 
 
 def is_host_expression(node: ast.expr | None, hosts: Container[str] = ()) -> bool:
