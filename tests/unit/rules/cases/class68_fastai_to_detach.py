@@ -20,9 +20,8 @@ class GatherPreds(Callback):
         self.preds.append(preds)
         self.top = preds.argmax(dim=1).tolist()  # must not: GPU001
         bs = find_bs(self.yb)
-        loss = (
-            self.loss if self.loss.numel() == bs else self.loss.view(bs, -1).mean(1)
-        )  # must not: GPU001
+        whole = self.loss.numel() == bs  # must not: GPU001
+        loss = self.loss if whole else self.loss.view(bs, -1).mean(1)  # must not: GPU001
         self.losses.append(to_detach(loss, cpu=False))  # must not: GPU001
 
     def after_validate(self):
