@@ -413,7 +413,17 @@ FASTAI_METRICS = frozenset({"Metric", "AvgMetric", "AccumMetric", "AvgLoss", "Av
 # `to_detach(b)`, `learn.to_detach(b)`: detaches b and copies it to the CPU (`cpu=True` by
 # default), so it waits for the GPU and what it returns is on the host
 FASTAI_TO_HOST = "to_detach"
+# a learner's `get_preds(...)`: the predictions (and targets, inputs, losses) of a whole
+# loader, each batch's gathered with `to_detach`: on the host
+FASTAI_PREDICTIONS = "get_preds"
 FASTAI_PACKAGE = "fastai"
+# what `from fastai.<...> import *` binds of the libraries fastai is built on
+FASTAI_EXPORTS = {
+    "torch": "torch",
+    "np": "numpy",
+    "nn": "torch.nn",
+    "F": "torch.nn.functional",
+}
 
 # how messages name the loop that runs each library's hooks
 STEP_LOOPS = {

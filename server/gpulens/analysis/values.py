@@ -58,6 +58,7 @@ class Evaluator:
         "_static",
         "_sure",
         "definitions",
+        "fastai",
         "foreign_return",
         "imports",
         "judgments_read",
@@ -80,6 +81,8 @@ class Evaluator:
         self.loader_classes: set[str] = set()
         # classes of the file whose steps a framework runs: class -> "lightning", …
         self.step_classes: dict[str, str] = {}
+        # the names the file cannot resolve are fastai's (set by the walker)
+        self.fastai = False
         self._cache: dict[int, Value | None] = {}
         # what each function of the file returns (and the parts of the tuple it returns),
         # per state of the imports and classes it is judged by (see `state`)
@@ -364,6 +367,12 @@ class Evaluator:
             return ARRAY_MODULE
         if self.fastai_to_host(node) is not None:
             return Value(Kind.HOST)  # `to_detach(learn.pred)`: a copy on the CPU
+        if (
+            isinstance(func, ast.Attribute)
+            and func.attr == fw.FASTAI_PREDICTIONS
+            and (self.fastai or self.imports.uses(fw.FASTAI_PACKAGE))
+        ):
+            return Value(Kind.HOST)  # `learn.get_preds(dl=dl)`: gathered with `to_detach`
         qualified = self.imports.cached_qualname(func)
         if qualified is not None:
             known = self._library_call(node, qualified)

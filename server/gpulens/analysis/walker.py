@@ -158,6 +158,7 @@ class _Walker(FunctionResultsMixin):
         self.fastai = any(m.split(".", 1)[0] == fw.FASTAI_PACKAGE for m in definitions.stars) or (
             project is not None and project.module.split(".", 1)[0] == fw.FASTAI_PACKAGE
         )
+        self.evaluator.fastai = self.fastai
         if project is not None:
             for key, arguments, hot_call, guessed in project.incoming:
                 self.merge_call(_GUESSED + key if guessed else key, arguments, hot_call)
@@ -504,6 +505,15 @@ class _Walker(FunctionResultsMixin):
         match node:
             case ast.Import() | ast.ImportFrom():
                 self.ctx.imports.add(node)
+                if self.fastai and _imports_all(node):
+                    # fastai's modules are made to be imported whole, and hand out torch,
+                    # numpy and torch.nn under their usual names (`torch.randperm(n)`)
+                    aliases = self.ctx.imports.aliases
+                    self.ctx.imports.bind_all(
+                        (name, module)
+                        for name, module in fw.FASTAI_EXPORTS.items()
+                        if name not in aliases
+                    )
                 if self.ctx.imports.uses("cupy") or self.ctx.imports.uses("numba"):
                     self.ctx.facts.uses_gpu = True
             case ast.FunctionDef() | ast.AsyncFunctionDef():
@@ -1731,6 +1741,11 @@ def _step_framework(
     framework = fw.STEP_CLASSES.get(last)
     home = fw.STEP_CLASS_HOMES.get(framework or "")
     return None if home is not None and not qualified.startswith(home) else framework
+
+
+def _imports_all(node: ast.Import | ast.ImportFrom) -> bool:
+    """`from fastai.vision.all import *`, `from ..basics import *`."""
+    return isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names)
 
 
 def _library_base(name: str, imports: Imports) -> str | None:
