@@ -44,6 +44,8 @@ class Definitions:
     duplicated: set[str] = field(default_factory=set)
     # names the module imports from its own package (`from .base import _BaseTrainer`)
     relatives: set[str] = field(default_factory=set)
+    # the modules it imports every name of (`from fastai.vision.all import *`)
+    stars: set[str] = field(default_factory=set)
 
     @staticmethod
     def of(tree: ast.Module) -> Definitions:
@@ -51,6 +53,9 @@ class Definitions:
         for statement in _top_level(tree.body):
             if isinstance(statement, ast.ImportFrom) and statement.level:
                 found.relatives.update(a.asname or a.name for a in statement.names)
+            elif isinstance(statement, ast.ImportFrom) and statement.module is not None:
+                if any(a.name == "*" for a in statement.names):
+                    found.stars.add(statement.module)
             elif isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef):
                 if statement.name in found.functions:
                     found.duplicated.add(statement.name)

@@ -380,6 +380,51 @@ IGNITE_OUTPUT = "state.output"
 # the attribute each library's hook objects keep their own device in, where that device is
 # the CPU unless the object was built with another: a copy there is a copy to the host
 HOST_DEVICE_ATTRIBUTES = {IGNITE_METRIC: "_device"}
+# fastai: a `Learner` runs each `Callback`'s batch events once per batch (`self('after_batch')`);
+# the events take no arguments and read the step's tensors through the learner, which a
+# callback looks up as its own attributes (`self.loss`, `self.learn.pred`). A `Metric`'s
+# `accumulate(learn)` runs once per batch too (the Recorder's `after_batch` calls it), reading
+# them from the learner it is handed. Those tensors are on the learner's device, which the
+# file does not show; epoch and fit events (`after_epoch`, `before_fit`) run rarely.
+FASTAI_CALLBACK = "fastai callback"
+FASTAI_METRIC = "fastai metric"
+FASTAI_STEPS = frozenset({FASTAI_CALLBACK, FASTAI_METRIC})
+FASTAI_BATCH_EVENTS = (
+    "before_batch",
+    "after_pred",
+    "after_loss",
+    "before_backward",
+    "after_backward",
+    "before_step",
+    "after_step",
+    "after_batch",
+)
+STEP_METHODS[FASTAI_CALLBACK] = {name: () for name in FASTAI_BATCH_EVENTS}
+STEP_METHODS[FASTAI_METRIC] = {"accumulate": ()}
+# the learner's attributes that hold the step's tensors (`x`, `y`: the first of `xb`, `yb`),
+# and those it keeps on the CPU (the Recorder's `smooth_loss` averages `to_detach(loss)`)
+FASTAI_STEP_ATTRIBUTES = ("pred", "loss", "loss_grad", "xb", "yb", "x", "y")
+FASTAI_HOST_ATTRIBUTES = ("smooth_loss",)
+# the events of a fit, an epoch or a stage (`after_epoch`, `before_validate`): they run
+# rarely, and what they read of the last batch is no step's value
+FASTAI_EVENT = re.compile(r"^(before|after)_\w+$")
+# the bases of fastai's metrics, whose subclasses' `accumulate` the Recorder runs
+FASTAI_METRICS = frozenset({"Metric", "AvgMetric", "AccumMetric", "AvgLoss", "AvgSmoothLoss"})
+# `to_detach(b)`, `learn.to_detach(b)`: detaches b and copies it to the CPU (`cpu=True` by
+# default), so it waits for the GPU and what it returns is on the host
+FASTAI_TO_HOST = "to_detach"
+# a learner's `get_preds(...)`: the predictions (and targets, inputs, losses) of a whole
+# loader, each batch's gathered with `to_detach`: on the host
+FASTAI_PREDICTIONS = "get_preds"
+FASTAI_PACKAGE = "fastai"
+# what `from fastai.<...> import *` binds of the libraries fastai is built on
+FASTAI_EXPORTS = {
+    "torch": "torch",
+    "np": "numpy",
+    "nn": "torch.nn",
+    "F": "torch.nn.functional",
+}
+
 # how messages name the loop that runs each library's hooks
 STEP_LOOPS = {
     IGNITE_METRIC: "the engine loop that runs {}() once per iteration",
@@ -390,6 +435,8 @@ STEP_LOOPS = {
     SKRL_AGENT: "the loop that runs {}() once per environment step",
     SIGPY_ALG: "the solver loop that runs {}() once per iteration",
     TORCHRL_HOOK: "the trainer loop that runs {}() once per batch",
+    FASTAI_CALLBACK: "the Learner's loop that runs {}() once per batch",
+    FASTAI_METRIC: "the Learner's loop that runs {}() once per batch",
 }
 # the libraries above: the file does not show the device their hooks' data is on (a guess)
 GUESSED_STEPS = frozenset(STEP_LOOPS)
@@ -410,6 +457,9 @@ STEP_CLASS_HOMES = {
 STEP_SIGNATURES = {
     "transformers": ("model", "inputs"),
     LIGHTNING_CALLBACK: ("trainer", "pl_module"),
+    # fastai's events take no arguments, a metric's `accumulate` only the learner
+    FASTAI_CALLBACK: (),
+    FASTAI_METRIC: ("learn",),
 }
 # hook parameters that receive the model being trained, on the device
 STEP_MODEL_PARAMETERS = frozenset({"model"})
@@ -509,6 +559,8 @@ OUTPUT_TENSOR_FIELD = re.compile(
 )
 # functions named as predicates return a Python bool, whatever they are given
 PREDICATE_NAME = re.compile(r"^(is|has)_\w+$")
+# functions named for a batch's size or an array's shape return Python ints (`find_bs(yb)`)
+SIZE_FUNCTION = re.compile(r"(^|_)(bs|batch_size|shape|ndim)$")
 # names of iterators that hand out a loader's batches (`CycleIterator(loader)`)
 LOADER_WRAPPER = re.compile(r"iter|cycle|loader|prefetch|repeat|infinite", re.IGNORECASE)
 

@@ -368,6 +368,7 @@ class FunctionResultsMixin:
                 # which classes are records, whose fields hold what they are built with
                 tuple(sorted(self.evaluator.record_classes())),
                 mentions_mps(self.ctx),
+                self.evaluator.fastai,  # whose names the file cannot resolve
                 None if self.links is None else self.links.key,
                 tuple(sorted(self.project_returned.items(), key=repr)),
             )

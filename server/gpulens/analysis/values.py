@@ -58,6 +58,7 @@ class Evaluator:
         "_static",
         "_sure",
         "definitions",
+        "fastai",
         "foreign_return",
         "imports",
         "judgments_read",
@@ -80,6 +81,8 @@ class Evaluator:
         self.loader_classes: set[str] = set()
         # classes of the file whose steps a framework runs: class -> "lightning", …
         self.step_classes: dict[str, str] = {}
+        # the names the file cannot resolve are fastai's (set by the walker)
+        self.fastai = False
         self._cache: dict[int, Value | None] = {}
         # what each function of the file returns (and the parts of the tuple it returns),
         # per state of the imports and classes it is judged by (see `state`)
@@ -246,6 +249,8 @@ class Evaluator:
                 return self._array_of(operand)
             case ast.Subscript(value=base):
                 value = self.value(base)
+                if value is not None and value.kind is Kind.HOST:
+                    return value  # `preds[0]` of a copy on the CPU
                 if value is None or value.kind not in (Kind.GPU, Kind.BATCH):
                     return None
                 return Value(value.kind, value.lib, exact=False, guessed=value.guessed)
@@ -360,6 +365,14 @@ class Evaluator:
             return None  # `"{:.4f}".format(loss)`: a Python str
         if simple_name(func) in fw.ARRAY_MODULE_FUNCTIONS and node.args:
             return ARRAY_MODULE
+        if self.fastai_to_host(node) is not None:
+            return Value(Kind.HOST)  # `to_detach(learn.pred)`: a copy on the CPU
+        if (
+            isinstance(func, ast.Attribute)
+            and func.attr == fw.FASTAI_PREDICTIONS
+            and (self.fastai or self.imports.uses(fw.FASTAI_PACKAGE))
+        ):
+            return Value(Kind.HOST)  # `learn.get_preds(dl=dl)`: gathered with `to_detach`
         qualified = self.imports.cached_qualname(func)
         if qualified is not None:
             known = self._library_call(node, qualified)
@@ -386,6 +399,8 @@ class Evaluator:
                 return None  # `map(lambda t: t.item(), (a, b))`: host values
             if fw.PREDICATE_NAME.match(func.id):
                 return None  # `is_conversational(x)`, `has_nan(t)`: a Python bool
+            if fw.SIZE_FUNCTION.search(func.id):
+                return None  # `find_bs(yb)`, `get_batch_size(batch)`: a Python int
         if self._hands_cpu_default(node):
             # `gather(tensors, self._device)` with `device="cpu"`: what the callee makes on
             # the device it is handed is not known to be on a GPU, whatever its body says
@@ -942,6 +957,8 @@ class Evaluator:
             return receiver if method not in fw.HOST_RESULT_METHODS else None
         if kind is Kind.CPU_TENSOR and method in ("float", "half", "double", "long", "int"):
             return receiver
+        if kind is Kind.HOST:
+            return receiver  # `preds.argmax(1)` of a copy on the CPU: computed there
         return None
 
     def _as_handed(self, returned: Value, call: ast.Call) -> Value:
@@ -975,6 +992,28 @@ class Evaluator:
             return False
         device = call.args[1]
         return bool(self.device_of(device)) or simple_name(device).endswith("device")
+
+    def fastai_to_host(self, node: ast.Call) -> ast.expr | None:
+        """What fastai's `to_detach(b)` (or a learner's `learn.to_detach(b)`) copies to the
+        CPU, as it does unless told `cpu=False`: a function of that name imported from
+        fastai, or called in a method of a fastai callback or metric."""
+        func = node.func
+        if simple_name(func) != fw.FASTAI_TO_HOST:
+            return None
+        qualified = self.imports.cached_qualname(func) or ""
+        if not qualified.startswith(fw.FASTAI_PACKAGE + "."):
+            owner = self.scope.enclosing_class()
+            if owner is None or self.step_classes.get(owner.name) not in fw.FASTAI_STEPS:
+                return None
+            if isinstance(func, ast.Name) and self.scope.lookup(func.id) is not None:
+                return None  # a function of the file's own
+        bound = keyword(node, "b")
+        detached = node.args[0] if node.args else (bound.value if bound is not None else None)
+        cpu = keyword(node, "cpu")
+        flag = node.args[1] if len(node.args) > 1 else (cpu.value if cpu is not None else None)
+        if flag is not None and not (isinstance(flag, ast.Constant) and flag.value is True):
+            return None  # kept on the device, or a flag the call does not show
+        return detached
 
     def moves_to_cpu(self, node: ast.Call) -> bool:
         """`x.to("cpu")`, `x.to(device="cpu")`: a copy to the host."""

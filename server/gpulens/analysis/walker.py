@@ -153,6 +153,12 @@ class _Walker(FunctionResultsMixin):
         self.links = links
         self._has_loops: dict[int, tuple[Function, bool]] = {}  # (the def kept: ids stay unique)
         self.project_returned: dict[tuple[str, str], Value] = {}
+        # the names the file cannot resolve are fastai's: it imports all of a fastai
+        # module's names, or is a module of fastai's own package (relative imports)
+        self.fastai = any(m.split(".", 1)[0] == fw.FASTAI_PACKAGE for m in definitions.stars) or (
+            project is not None and project.module.split(".", 1)[0] == fw.FASTAI_PACKAGE
+        )
+        self.evaluator.fastai = self.fastai
         if project is not None:
             for key, arguments, hot_call, guessed in project.incoming:
                 self.merge_call(_GUESSED + key if guessed else key, arguments, hot_call)
@@ -282,6 +288,11 @@ class _Walker(FunctionResultsMixin):
         signature = fw.STEP_SIGNATURES.get(framework)
         if signature is not None and parameters[: len(signature)] != list(signature):
             return None  # not the framework's hook: a method of the same name
+        if framework in fw.FASTAI_STEPS:
+            if parameters != list(signature or ()):
+                return None  # fastai's events take nothing but what `accumulate` is handed
+            # the step's tensors are the learner's attributes (see `walk_function`)
+            return fw.STEP_LOOPS[framework].format(function.name), [], True
         required = parameters[: len(parameters) - len(function.args.defaults)]
         if framework == fw.LOSS:
             if function.name in fw.LOSS_HOOKS and not _inherits_entry(
@@ -302,6 +313,28 @@ class _Walker(FunctionResultsMixin):
         if not named and parameters and function.name.endswith("_step"):
             named = parameters[:1]  # `def training_step(self, data, index)`
         return f"the loop that runs {function.name}() once per batch", named, False
+
+    def fastai_learners(
+        self, function: Function, enclosing: Scope, is_method: bool, step: bool
+    ) -> tuple[str, ...]:
+        """The names a fastai callback's or metric's method reads the learner's step
+        tensors through: in any method of a callback, its own attributes and its learner's
+        (`self.loss`, `self.learn.pred`: a callback looks up on its learner what it does not
+        hold); in a metric's `accumulate(learn)`, the learner it is handed."""
+        if not is_method or enclosing.kind != "class" or not function.args.args:
+            return ()
+        framework = self.evaluator.step_classes.get(enclosing.name)
+        this = function.args.args[0].arg
+        if (
+            framework == fw.FASTAI_CALLBACK
+            and not _is_static(function)
+            and (step or not fw.FASTAI_EVENT.match(function.name))
+        ):
+            # a batch event, or a method of its own that one may call; not an epoch's event
+            return (this, f"{this}.learn")
+        if framework == fw.FASTAI_METRIC and step:
+            return (function.args.args[1].arg,)
+        return ()
 
     def text_of(self, function: Function) -> str:
         """The source of a function (its def and body), as the file has it."""
@@ -380,6 +413,12 @@ class _Walker(FunctionResultsMixin):
         for name in _engine_annotated(function, ctx):
             scope.bind(f"{name}.{fw.IGNITE_OUTPUT}", _ENGINE_OUTPUT)
         step = self.framework_step(function, enclosing) if is_method else None
+        for holder in self.fastai_learners(function, enclosing, is_method, step is not None):
+            for name in fw.FASTAI_STEP_ATTRIBUTES:
+                # the step's tensors, on the learner's device (which the file does not show)
+                scope.bind(f"{holder}.{name}", Value(Kind.GPU, exact=False, guessed=True))
+            for name in fw.FASTAI_HOST_ATTRIBUTES:
+                scope.bind(f"{holder}.{name}", Value(Kind.HOST))
         if step is not None:
             # the framework moved the batch to the device before calling the step
             for name in step[1]:
@@ -466,6 +505,15 @@ class _Walker(FunctionResultsMixin):
         match node:
             case ast.Import() | ast.ImportFrom():
                 self.ctx.imports.add(node)
+                if self.fastai and _imports_all(node):
+                    # fastai's modules are made to be imported whole, and hand out torch,
+                    # numpy and torch.nn under their usual names (`torch.randperm(n)`)
+                    aliases = self.ctx.imports.aliases
+                    self.ctx.imports.bind_all(
+                        (name, module)
+                        for name, module in fw.FASTAI_EXPORTS.items()
+                        if name not in aliases
+                    )
                 if self.ctx.imports.uses("cupy") or self.ctx.imports.uses("numba"):
                     self.ctx.facts.uses_gpu = True
             case ast.FunctionDef() | ast.AsyncFunctionDef():
@@ -575,7 +623,7 @@ class _Walker(FunctionResultsMixin):
             if name in fw.DATALOADERS or local in evaluator.loader_classes:
                 evaluator.loader_classes.add(node.name)
             framework = evaluator.step_classes.get(local) or _step_framework(
-                name, base, self.definitions
+                name, base, self.definitions, fastai=self.fastai
             )
             if framework is not None:
                 evaluator.step_classes[node.name] = framework
@@ -1658,11 +1706,23 @@ def _enumerated(target: ast.expr) -> ast.expr:
     return target
 
 
-def _step_framework(qualified: str, base: ast.expr, definitions: Definitions) -> str | None:
+def _step_framework(
+    qualified: str, base: ast.expr, definitions: Definitions, *, fastai: bool = False
+) -> str | None:
     """The framework whose steps a class with base ``base`` (``qualified``: its qualified
     name, "" when the file cannot tell) defines. A base the file imports from its own
     package (`from .base import _BaseTrainer`) is a framework's by its name; its methods are
-    steps only where their signature is the framework's (see `framework_step`)."""
+    steps only where their signature is the framework's (see `framework_step`). ``fastai``:
+    the names the file cannot tell are fastai's (it imports all of a fastai module's names,
+    or is a module of fastai's own package)."""
+    if qualified.startswith(fw.FASTAI_PACKAGE + ".") or (not qualified and fastai):
+        name = simple_name(base)
+        if name.endswith("Callback"):
+            return fw.FASTAI_CALLBACK
+        if name in fw.FASTAI_METRICS:
+            return fw.FASTAI_METRIC
+        if qualified:
+            return None
     if not qualified:
         if simple_name(base) not in definitions.relatives:
             return None
@@ -1681,6 +1741,11 @@ def _step_framework(qualified: str, base: ast.expr, definitions: Definitions) ->
     framework = fw.STEP_CLASSES.get(last)
     home = fw.STEP_CLASS_HOMES.get(framework or "")
     return None if home is not None and not qualified.startswith(home) else framework
+
+
+def _imports_all(node: ast.Import | ast.ImportFrom) -> bool:
+    """`from fastai.vision.all import *`, `from ..basics import *`."""
+    return isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names)
 
 
 def _library_base(name: str, imports: Imports) -> str | None:

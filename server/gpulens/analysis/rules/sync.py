@@ -208,6 +208,21 @@ def check_sync_call(node: ast.Call, ctx: Context) -> None:
     if loop is None:
         return
     func = node.func
+    detached = ctx.evaluator.fastai_to_host(node)
+    if detached is not None:
+        copied = ctx.value(detached)
+        if copied is not None and copied.on_gpu:
+            _report_sync(
+                node,
+                f"`{shown(ctx, node)}` copies GPU values to the host (`cpu=True` by default) and "
+                "waits for all queued GPU work",
+                loop,
+                ctx,
+                advice=". Detach with `cpu=False` to keep them on the device, and copy once "
+                "after the loop (or every N steps).",
+                subject=copied,
+            )
+        return
     if isinstance(func, ast.Attribute):
         receiver = ctx.value(func.value)
         on_gpu = receiver is not None and receiver.on_gpu
