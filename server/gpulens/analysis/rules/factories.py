@@ -191,7 +191,89 @@ def _cast_device_text(node: ast.Call, ctx: Context) -> str | None:
     other_value = ctx.value(target)
     if other_value is not None and other_value.kind in (Kind.CPU_TENSOR, Kind.HOST):
         return None
+    if _made_on_host_while_building(target, ctx):
+        return None  # construction code: the buffer it casts to is still in host memory
     return f"{ctx.text(target)}.device"
+
+
+def _made_on_host_while_building(target: ast.expr, ctx: Context) -> bool:
+    """`self.bank` of `.type_as(self.bank)` in a class's construction code (its `__init__`,
+    or a method only `__init__` calls: `self._init_bank()`, `self.reset_parameters()`),
+    where `__init__` made `bank` without naming a device (`register_buffer("bank",
+    torch.empty(n))`, `self.bank = nn.Parameter(torch.randn(n))`): nothing has moved the
+    object yet, so the cast copies to no GPU."""
+    function = ctx.function
+    match target:
+        case ast.Attribute(value=ast.Name(id=owner_name), attr=attribute):
+            pass
+        case _:
+            return False
+    if function is None or not function.args.args or function.args.args[0].arg != owner_name:
+        return False
+    definitions = ctx.evaluator.definitions
+    cls = definitions.owner.get(id(function))
+    methods = definitions.methods.get(cls, {}) if cls is not None else {}
+    init = methods.get("__init__")
+    if init is None or methods.get(function.name) is not function:
+        return False
+    others = ctx.definitions_read([m for m in methods.values() if m is not function])
+    if function is not init:
+        callers = [m for m in others if _calls_own(m, function.name)]
+        if callers != [init]:
+            return False  # also run later (or by nobody the class shows)
+    return _host_made_in(init, attribute)
+
+
+def _keyword_value(call: ast.Call, name: str) -> ast.expr | None:
+    bound = keyword(call, name)
+    return bound.value if bound is not None else None
+
+
+def _calls_own(method: ast.AST, name: str) -> bool:
+    """Whether a method calls ``name`` on its own object (`self.name(...)`)."""
+    arguments = getattr(method, "args", None)
+    first = arguments.args[0].arg if arguments is not None and arguments.args else None
+    return any(
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == name
+        and isinstance(node.func.value, ast.Name)
+        and node.func.value.id == first
+        for node in ast.walk(method)
+    )
+
+
+def _host_made_in(init: ast.AST, attribute: str) -> bool:
+    """Whether every way ``init`` makes ``attribute`` (assigned on itself, or registered as
+    a buffer or parameter by that name) builds it by a call that names no device and moves
+    nothing (`.to(...)`, `.cuda()`), and there is at least one."""
+    made: list[ast.expr] = []
+    for node in ast.walk(init):
+        match node:
+            case ast.Assign(targets=targets, value=value) if any(
+                isinstance(t, ast.Attribute) and t.attr == attribute for t in targets
+            ):
+                made.append(value)
+            case ast.Call(func=ast.Attribute(attr="register_buffer" | "register_parameter")):
+                name = node.args[0] if node.args else _keyword_value(node, "name")
+                given = (
+                    node.args[1]
+                    if len(node.args) > 1
+                    else _keyword_value(node, "tensor") or _keyword_value(node, "param")
+                )
+                if isinstance(name, ast.Constant) and name.value == attribute:
+                    if given is None:
+                        return False
+                    made.append(given)
+    return bool(made) and all(
+        isinstance(value, ast.Call)
+        and not any(
+            (isinstance(n, ast.keyword) and n.arg == "device")
+            or (isinstance(n, ast.Attribute) and n.attr in ("to", "cuda"))
+            for n in ast.walk(value)
+        )
+        for value in made
+    )
 
 
 def _under_host_steps(call: ast.Call, ctx: Context) -> tuple[ast.Call, frozenset[str]]:

@@ -407,42 +407,128 @@ def check_mask_index(node: ast.Subscript, ctx: Context) -> None:
     index = node.slice
     parts = index.elts if isinstance(index, ast.Tuple) else [index]
     masks = [part for part in parts if _is_mask(part, ctx)]
-    if not masks or any(_tested_before(mask, node, ctx) for mask in masks):
+    # a name another binding of which comes from a function the file does not show
+    likely = not masks
+    if likely:
+        masks = [part for part in parts if _is_mask(part, ctx, loose=True)]
+    if not masks or any(_tested_before(mask, node, ctx, loose=likely) for mask in masks):
         return
     base = ctx.value(node.value)
     if base is None or not base.on_gpu:
         return
     _report_sized_by_values(
-        node, f"Indexing with a boolean mask (`{shown(ctx, node)}`)", base, loop, ctx
+        node,
+        f"Indexing with a boolean mask (`{shown(ctx, node)}`)",
+        Value(Kind.GPU, base.lib, guessed=True) if likely else base,
+        loop,
+        ctx,
+        unsure="and the index is the boolean mask that another assignment of it makes"
+        if likely and not base.guessed
+        else None,
     )
 
 
-def _is_mask(node: ast.expr, ctx: Context) -> bool:
+def _is_mask(node: ast.expr, ctx: Context, *, loose: bool = False) -> bool:
     """A boolean array on the GPU, as its expression shows: a comparison (`x > 0`), its
-    negation or combination (`~m`, `a & b`), a test of each element (`torch.isnan(x)`), or
-    a name the function binds only to such expressions (`keep = (y >= 0) & (y < n)`)."""
-    return _mask_shaped(node, ctx, frozenset()) and ctx.on_gpu(node)
+    negation or combination (`~m`, `a & b`), a test of each element (`torch.isnan(x)`), an
+    array made or cast as booleans (`torch.eye(n, dtype=torch.bool)`, `x.bool()`), or a name
+    the function binds only to such expressions (`keep = (y >= 0) & (y < n)`). ``loose``: a
+    name may also be bound to what a function the file does not show returns."""
+    return _mask_shaped(node, ctx, frozenset(), loose=loose) and ctx.on_gpu(node)
 
 
-def _mask_shaped(node: ast.expr, ctx: Context, seen: frozenset[str]) -> bool:
+def _mask_shaped(
+    node: ast.expr, ctx: Context, seen: frozenset[str], *, loose: bool = False
+) -> bool:
     match node:
         case ast.Compare(ops=ops) if not any(isinstance(op, _IDENTITY) for op in ops):
             return True
         case ast.UnaryOp(op=ast.Invert(), operand=operand):
-            return _mask_shaped(operand, ctx, seen)
+            return _mask_shaped(operand, ctx, seen, loose=loose)
         case ast.BinOp(op=ast.BitAnd() | ast.BitOr() | ast.BitXor(), left=left, right=right):
-            return _mask_shaped(left, ctx, seen) or _mask_shaped(right, ctx, seen)
+            return _mask_shaped(left, ctx, seen, loose=loose) or _mask_shaped(
+                right, ctx, seen, loose=loose
+            )
         case ast.Call(func=func) if simple_name(func) in fw.MASK_FUNCTIONS:
             return True
+        case ast.Call() if _made_as_booleans(node, ctx):
+            return True
+        case ast.Call(func=ast.Attribute(attr=attr, value=receiver)) if attr in _MASK_KEEPING:
+            return _mask_shaped(receiver, ctx, seen, loose=loose)  # `mask.triu(1)`, `.view(-1)`
         case ast.Name(id=name) if ctx.function is not None and name not in seen:
             bound = _bindings(ctx.function, name)
-            return bool(bound) and all(
+            shaped = [
                 value is not None and _mask_shaped(value, ctx, seen | {name}) for value in bound
-            )
+            ]
+            if loose and any(shaped):
+                return all(
+                    is_mask or _unseen_call(value, ctx)
+                    for is_mask, value in zip(shaped, bound, strict=True)
+                )
+            return bool(bound) and all(shaped)
     return False
 
 
-def _tested_before(mask: ast.expr, node: ast.expr, ctx: Context) -> bool:
+def _made_as_booleans(call: ast.Call, ctx: Context) -> bool:
+    """`torch.eye(n, dtype=torch.bool)`, `x.bool()`, `x.to(torch.bool)`: an array of
+    booleans by its dtype."""
+    dtype = _keyword_value(call, "dtype")
+    if dtype is not None:
+        return _is_bool_dtype(dtype, ctx)
+    func = call.func
+    if not isinstance(func, ast.Attribute):
+        return False
+    if func.attr == "bool":
+        return not call.args and not call.keywords
+    return func.attr in ("to", "type") and len(call.args) == 1 and _is_bool_dtype(call.args[0], ctx)
+
+
+def _is_bool_dtype(node: ast.expr, ctx: Context) -> bool:
+    if isinstance(node, ast.Name) and node.id == "bool":
+        return True
+    qualified = ctx.qualname(node)
+    return qualified is not None and qualified.rsplit(".", 1)[-1] in ("bool", "bool_")
+
+
+def _unseen_call(value: ast.expr | None, ctx: Context) -> bool:
+    """What a function the file does not show returns (`dist.eye_rank(n)`, a parameter's
+    call): not a library's, and not a def of the file."""
+    if not isinstance(value, ast.Call):
+        return False
+    qualified = ctx.qualname(value.func)
+    if qualified is not None and qualified.split(".", 1)[0] in _ARRAY_LIBRARIES:
+        return False
+    if isinstance(value.func, ast.Attribute) and qualified is None:
+        return False  # `scores.argsort()`: a method of a value, not a module's function
+    return ctx.value(value.func) is None and ctx.value(value) is None
+
+
+_ARRAY_LIBRARIES = frozenset({"torch", "numpy", "cupy", "cupyx", "jax"})
+# methods that give booleans of booleans: a mask reshaped, cut to a triangle or copied
+_MASK_KEEPING = frozenset(
+    {
+        "triu",
+        "tril",
+        "view",
+        "reshape",
+        "expand",
+        "expand_as",
+        "flatten",
+        "clone",
+        "detach",
+        "t",
+        "transpose",
+        "permute",
+        "unsqueeze",
+        "squeeze",
+        "repeat",
+        "contiguous",
+        "flip",
+    }
+)
+
+
+def _tested_before(mask: ast.expr, node: ast.expr, ctx: Context, *, loose: bool = False) -> bool:
     """Whether the function tests a mask held in a name, or gathers with it, between the
     name's last assignment and this gather (`if not keep.any(): return` … `x[keep]`;
     `y = y[keep]`, `p = p[keep]`): that earlier read waited for the GPU, and what is left
@@ -453,7 +539,7 @@ def _tested_before(mask: ast.expr, node: ast.expr, ctx: Context) -> bool:
     held = {
         name
         for name in names_in(mask)
-        if _mask_shaped(ast.Name(id=name, ctx=ast.Load()), ctx, frozenset())
+        if _mask_shaped(ast.Name(id=name, ctx=ast.Load()), ctx, frozenset(), loose=loose)
     }
     if not held:
         return False
@@ -514,7 +600,13 @@ def _bindings(function: ast.AST, name: str) -> list[ast.expr | None]:
 
 
 def _report_sized_by_values(
-    node: ast.expr, what: str, subject: Value | None, loop: Loop, ctx: Context
+    node: ast.expr,
+    what: str,
+    subject: Value | None,
+    loop: Loop,
+    ctx: Context,
+    *,
+    unsure: str | None = None,
 ) -> None:
     """A result whose size depends on the values of a GPU array: the host allocates it,
     so it waits for the GPU to count them."""
@@ -531,6 +623,7 @@ def _report_sized_by_values(
         f"`{library}.where(mask, x, 0)` with three arguments, a masked sum or mean, or an "
         "index known on the host.",
         subject=subject,
+        unsure=unsure,
     )
 
 
