@@ -45,6 +45,11 @@ placed, the inputs of a loss class): the hint says the wait happens if the value
 The test of an `assert` is a hint too (a check each time it runs, which `python -O` drops);
 its message, evaluated only when the test fails, costs nothing per step.
 
+Sorting or picking by a key that is a GPU value (`sorted(hyps, key=lambda h: h.score)`,
+`max(...)`, `min(...)`, `list.sort`) compares the keys on the host: every comparison copies
+a bool back and waits. Stack the keys and sort on the device (`torch.argsort`, `topk`), or
+read them once per step (`.tolist()`) and compare the Python numbers.
+
 **Bad:**
 ```python
 for x, y in loader:
@@ -612,6 +617,32 @@ def _check_builtin(node: ast.Call, builtin: str, loop: Loop, ctx: Context) -> No
         advice=". Keep the value on the device and convert once after the loop, or every N steps.",
         subject=receiver,
         fixes=fixes,
+    )
+
+
+@checks(ast.Lambda)
+def check_sort_key(node: ast.Lambda, ctx: Context) -> None:
+    """`sorted(hyps, key=lambda h: h.score)` where the key is a GPU value: the call compares
+    the keys on the host, one wait per comparison, each time the loop around it runs it."""
+    key = ctx.loop
+    if key is None or key.node is not node or key.key_of is None or len(ctx.loops) < 2:
+        return
+    loop = ctx.loops[-2]
+    if loop.guarded or loop.per_epoch:
+        return
+    value = ctx.value(node.body)
+    if value is None or value.kind is not Kind.GPU:
+        return
+    call = "sort()" if key.key_of == "sort" else f"{key.key_of}()"
+    _report_sync(
+        node,
+        f"`{call}` by the key `{shown(ctx, node.body)}`, a GPU value, compares the keys on "
+        "the host: each comparison copies a bool back and waits for the GPU",
+        loop,
+        ctx,
+        advice=". Stack the keys and sort or pick on the device (`torch.argsort`, `topk`), or "
+        "read them once (`.tolist()`) and compare Python numbers.",
+        subject=value,
     )
 
 
