@@ -32,6 +32,7 @@ from gpulens.analysis.guards import (
     needs_cuda,
     runs_once_per_period,
     scalar_unless,
+    tensor_unless,
 )
 from gpulens.analysis.incremental import CALLED, FunctionMemo
 from gpulens.analysis.model import Finding
@@ -718,6 +719,11 @@ class _Walker(FunctionResultsMixin):
         self.restore(before)
         # `if not isinstance(loss, float): …`: on the path that skips it, a Python number
         self.narrow_to_scalar(scalar_unless(node.test))
+        # `if isinstance(x, torch.Tensor): return …`: past it, x is no tensor
+        for name in tensor_unless(node.test):
+            held = self.evaluator.scope.lookup(name)
+            if held is not None and held.kind is Kind.GPU:
+                self.bind(name, None)
         self.ctx.host_only += on_gpu is True
         try:
             self.block(node.orelse)
