@@ -61,6 +61,9 @@ class Loop:
     # it is a framework's hook, run once per step by the framework's own loop: what it
     # computes is computed on the data the framework hands it, on the model's device
     hook: bool = False
+    # a key function's items (`sorted(xs, key=f)`, `max`, `min`, `xs.sort`): the call named
+    # here compares what the key returns, on the host
+    key_of: str | None = None
 
     @property
     def over_loader(self) -> bool:

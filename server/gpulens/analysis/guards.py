@@ -223,6 +223,17 @@ def scalar_unless(test: ast.expr) -> list[str]:
     return []
 
 
+def tensor_unless(test: ast.expr) -> list[str]:
+    """The names that hold no tensor where a test fails: `if isinstance(x, torch.Tensor):
+    return x.unsqueeze(0)` leaves a number (or a list) to the code after it."""
+    match test:
+        case ast.Call(func=ast.Name(id="isinstance"), args=[ast.Name(id=name), tested]):
+            kinds = tested.elts if isinstance(tested, ast.Tuple) else [tested]
+            if any(_type_name(k) == "Tensor" for k in kinds):
+                return [name]
+    return []
+
+
 def _narrowed(test: ast.expr, types: frozenset[str]) -> list[str]:
     match test:
         case ast.BoolOp(op=ast.And(), values=values):

@@ -32,6 +32,7 @@ from gpulens.analysis.guards import (
     needs_cuda,
     runs_once_per_period,
     scalar_unless,
+    tensor_unless,
 )
 from gpulens.analysis.incremental import CALLED, FunctionMemo
 from gpulens.analysis.model import Finding
@@ -57,7 +58,7 @@ from gpulens.analysis.symbols import (
     simple_name,
 )
 from gpulens.analysis.training import one_training_step
-from gpulens.analysis.values import element_of
+from gpulens.analysis.values import Evaluator, element_of
 
 if TYPE_CHECKING:
     from gpulens.analysis.regions import Trace
@@ -766,6 +767,11 @@ class _Walker(FunctionResultsMixin):
         self.restore(before)
         # `if not isinstance(loss, float): …`: on the path that skips it, a Python number
         self.narrow_to_scalar(scalar_unless(node.test))
+        # `if isinstance(x, torch.Tensor): return …`: past it, x is no tensor
+        for name in tensor_unless(node.test):
+            held = self.evaluator.scope.lookup(name)
+            if held is not None and held.kind is Kind.GPU:
+                self.bind(name, None)
         self.ctx.host_only += on_gpu is True
         try:
             self.block(node.orelse)
@@ -891,12 +897,23 @@ class _Walker(FunctionResultsMixin):
         evaluator.scope = Scope("comprehension", "<lambda>", outer)
         parameters = [a.arg for a in (*function.args.posonlyargs, *function.args.args)]
         for parameter, iterable in zip(parameters, iterables, strict=False):
-            self.bind(parameter, element_of(self.iterated(iterable)))
+            held = element_of(self.iterated(iterable))
+            self.bind(parameter, held if held is not None else self.listed_records(iterable))
         iterates = self.iterated(iterables[0])
+        keyed = simple_name(call.func) if any(k.value is function for k in call.keywords) else None
         self.ctx.loops.append(
-            Loop(function, call.lineno - 1, frozenset(parameters), iterates, label=label)
+            Loop(
+                function,
+                call.lineno - 1,
+                frozenset(parameters),
+                iterates,
+                label=label,
+                key_of=keyed,
+            )
         )
         try:
+            for check in CHECKS.get(ast.Lambda, ()):
+                check(function, self.ctx)  # (a key's checks see its parameters bound)
             self.expression(function.body)
         finally:
             self.ctx.loops.pop()
@@ -1073,7 +1090,7 @@ class _Walker(FunctionResultsMixin):
             return
         held = element_of(self.iterated(iterable))
         if held is None and isinstance(target, ast.Name):
-            held = self.annotated_items(iterable)
+            held = self.annotated_items(iterable) or self.listed_records(iterable)
         self.bind_all(target, held)
 
     def annotated_items(self, iterable: ast.expr) -> Value | None:
@@ -1087,6 +1104,45 @@ class _Walker(FunctionResultsMixin):
             if argument.arg == iterable.id:
                 return self.evaluator.record_of(argument.annotation, items=True)
         return None
+
+    def listed_records(self, iterable: ast.expr) -> Value | None:
+        """The items of a list the function fills with records of the file only: every
+        binding of the name is a list of such records (`best = []`), or a sorted copy or a
+        slice of the list itself (`best = sorted(best, key=...)[:k]`), and everything put into
+        it is a record built there (`best.append(Hypothesis(...))`): objects of that class."""
+        function = self.ctx.function
+        if not isinstance(iterable, ast.Name) or function is None:
+            return None
+        name = iterable.id
+        found: set[str] = set()
+        for node in ast.walk(function):
+            match node:
+                case ast.Assign(targets=targets, value=value) if any(
+                    name in names_in(t) for t in targets
+                ):
+                    if not (
+                        len(targets) == 1
+                        and isinstance(targets[0], ast.Name)
+                        and _same_list(value, name, found, self.evaluator)
+                    ):
+                        return None
+                case ast.AugAssign(target=target) | ast.AnnAssign(target=target) if (
+                    name in names_in(target)
+                ):
+                    return None
+                case ast.For(target=target) | ast.comprehension(target=target) if name in names_in(
+                    target
+                ):
+                    return None
+                case ast.Call(
+                    func=ast.Attribute(value=ast.Name(id=owner), attr=method), args=arguments
+                ) if owner == name and method in _FILLS:
+                    built = _record_built(arguments[-1:], found, self.evaluator)
+                    if method != "append" or not built:
+                        return None
+        if len(found) != 1:
+            return None
+        return self.evaluator.record_of(ast.Name(id=found.pop()))
 
     def keys_of(self, node: ast.expr) -> bool:
         """Whether iterating ``node`` gives a mapping's keys: `x.keys()`, or a name a test
@@ -1775,7 +1831,37 @@ def _mapped_lambda(call: ast.Call) -> tuple[ast.Lambda, list[ast.expr], str] | N
         key = keyword(call, "key")
         if key is not None and isinstance(key.value, ast.Lambda):
             return key.value, [call.args[0]], f"the `{name}()` over its items"
+    if isinstance(call.func, ast.Attribute) and name == "sort" and not call.args:
+        key = keyword(call, "key")  # `hyps.sort(key=lambda h: h.score)`
+        if key is not None and isinstance(key.value, ast.Lambda):
+            return key.value, [call.func.value], "the `sort()` over its items"
     return None
+
+
+_FILLS = frozenset({"append", "extend", "insert", "__setitem__"})
+
+
+def _record_built(items: list[ast.expr], found: set[str], evaluator: Evaluator) -> bool:
+    """Whether ``items`` is one call of a record class of the file (`Hypothesis(...)`),
+    whose name goes into ``found``."""
+    match items:
+        case [ast.Call(func=ast.Name(id=cls))] if evaluator.record_of(ast.Name(id=cls)):
+            found.add(cls)
+            return True
+    return False
+
+
+def _same_list(value: ast.expr, name: str, found: set[str], evaluator: Evaluator) -> bool:
+    """`[]`, `[Hypothesis(...)]`, `sorted(best, ...)`, `best[:k]`: a binding that keeps a
+    list of records one (what it builds goes into ``found``)."""
+    match value:
+        case ast.List(elts=elements):
+            return all(_record_built([e], found, evaluator) for e in elements)
+        case ast.Subscript(value=inner, slice=ast.Slice()):
+            return _same_list(inner, name, found, evaluator)
+        case ast.Call(func=ast.Name(id="sorted" | "list"), args=[ast.Name(id=inner)]):
+            return inner == name
+    return False
 
 
 def _method_key(definitions: Definitions, cls: str, name: str) -> list[str]:

@@ -45,6 +45,15 @@ placed, the inputs of a loss class): the hint says the wait happens if the value
 The test of an `assert` is a hint too (a check each time it runs, which `python -O` drops);
 its message, evaluated only when the test fails, costs nothing per step.
 
+A tensor built from a list of GPU values (`torch.tensor([x], device=d)`, `torch.tensor([a,
+b])`) is built on the host: each element is read into a Python number, a wait each, and the
+result copied back; `torch.stack`, `torch.cat` or `x.view(1)` keep it on the device.
+
+Sorting or picking by a key that is a GPU value (`sorted(hyps, key=lambda h: h.score)`,
+`max(...)`, `min(...)`, `list.sort`) compares the keys on the host: every comparison copies
+a bool back and waits. Stack the keys and sort on the device (`torch.argsort`, `topk`), or
+read them once per step (`.tolist()`) and compare the Python numbers.
+
 **Bad:**
 ```python
 for x, y in loader:
@@ -309,6 +318,8 @@ def check_sync_call(node: ast.Call, ctx: Context) -> None:
     name = ctx.qualname(func, through_calls=True)
     if name in fw.DEVICE_SYNC_CALLS:
         _report_device_sync(node, loop, ctx)
+        return
+    if name in _BUILT_FROM_DATA and _built_from_gpu_values(node, loop, ctx):
         return
     if isinstance(func, ast.Name) and ctx.scope.lookup(func.id) is None:
         _check_builtin(node, func.id, loop, ctx)
@@ -721,6 +732,67 @@ def _check_builtin(node: ast.Call, builtin: str, loop: Loop, ctx: Context) -> No
         subject=receiver,
         fixes=fixes,
     )
+
+
+@checks(ast.Lambda)
+def check_sort_key(node: ast.Lambda, ctx: Context) -> None:
+    """`sorted(hyps, key=lambda h: h.score)` where the key is a GPU value: the call compares
+    the keys on the host, one wait per comparison, each time the loop around it runs it."""
+    key = ctx.loop
+    if key is None or key.node is not node or key.key_of is None or len(ctx.loops) < 2:
+        return
+    loop = ctx.loops[-2]
+    if loop.guarded or loop.per_epoch:
+        return
+    value = ctx.value(node.body)
+    if value is None or value.kind is not Kind.GPU:
+        return
+    call = "sort()" if key.key_of == "sort" else f"{key.key_of}()"
+    _report_sync(
+        node,
+        f"`{call}` by the key `{shown(ctx, node.body)}`, a GPU value, compares the keys on "
+        "the host: each comparison copies a bool back and waits for the GPU",
+        loop,
+        ctx,
+        advice=". Stack the keys and sort or pick on the device (`torch.argsort`, `topk`), or "
+        "read them once (`.tolist()`) and compare Python numbers.",
+        subject=value,
+    )
+
+
+# what builds a tensor on the host from the Python data it is handed, element by element
+_BUILT_FROM_DATA = fw.TORCH_DATA_FACTORIES | {
+    f"torch.{kind}Tensor" for kind in ("", "Float", "Double", "Half", "Long", "Int", "Bool")
+}
+
+
+def _built_from_gpu_values(node: ast.Call, loop: Loop, ctx: Context) -> bool:
+    """`torch.tensor([x], device=d)` where x is a GPU value: the list is read element by
+    element into Python numbers on the host (a wait each), then copied to the device."""
+    match node.args:
+        case [ast.List(elts=elements) | ast.Tuple(elts=elements), *_]:
+            pass
+        case _:
+            return False
+    held = [e for e in elements if ctx.on_gpu(e)]
+    if not held:
+        return False
+    then = (
+        "then copies it to the device it names"
+        if keyword(node, "device") is not None
+        else "where the result stays"
+    )
+    _report_sync(
+        node,
+        f"`{shown(ctx, node)}` reads each GPU value of its list on the host (a copy back and "
+        f"a wait each) to build the tensor there, {then}",
+        loop,
+        ctx,
+        advice=". Keep it on the device: `torch.stack([...])`, `torch.cat`, or `x.view(1)` for "
+        "one value.",
+        subject=ctx.value(held[0]),
+    )
+    return True
 
 
 @checks(ast.FormattedValue)
