@@ -34,3 +34,16 @@ def test_each_rule_explains_itself_with_bad_and_good_code(code: str) -> None:
     doc = RULES[code].doc
     assert "**Bad:**" in doc and "**Good:**" in doc
     assert RULES[code].summary and RULES[code].name
+
+
+@pytest.mark.parametrize("code", sorted(RULES))
+def test_each_rule_keeps_its_code_spans_on_one_line(code: str) -> None:
+    """The hover's plain text (for clients that ask for it) drops the marks line by line: a
+    `code span` wrapped across lines would show its backticks."""
+    in_fence = False
+    for line in RULES[code].doc.split("\n"):
+        if line.lstrip().startswith("```"):
+            in_fence = not in_fence
+            continue
+        if not in_fence:
+            assert line.count("`") % 2 == 0, f"{code}: a code span wraps at {line!r}"

@@ -23,8 +23,8 @@ HARD_CODED_DEVICE = rule(
 fails on a machine without one, cannot be pointed at `cuda:1` or `mps`, and mixes with code
 that uses the `device` variable the program already has. Choose the device once and pass it
 along. The fix is applied by "Fix all" only where the variable names the same device as
-`.cuda()` (plain `"cuda"`, with or without a CPU fallback). Not reported under `if
-torch.cuda.is_available():`, a branch that runs only where CUDA is and exists to use it.
+`.cuda()` (plain `"cuda"`, with or without a CPU fallback). Not reported under
+`if torch.cuda.is_available():`, a branch that runs only where CUDA is and exists to use it.
 
 **Bad:**
 ```python

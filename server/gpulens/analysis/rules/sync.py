@@ -45,9 +45,10 @@ placed, the inputs of a loss class): the hint says the wait happens if the value
 The test of an `assert` is a hint too (a check each time it runs, which `python -O` drops);
 its message, evaluated only when the test fails, costs nothing per step.
 
-A tensor built from a list of GPU values (`torch.tensor([x], device=d)`, `torch.tensor([a,
-b])`) is built on the host: each element is read into a Python number, a wait each, and the
-result copied back; `torch.stack`, `torch.cat` or `x.view(1)` keep it on the device.
+A tensor built from a list of GPU values (`torch.tensor([x], device=d)`,
+`torch.tensor([a, b])`) is built on the host: each element is read into a Python number, a
+wait each, and the result copied back; `torch.stack`, `torch.cat` or `x.view(1)` keep it on
+the device.
 
 Sorting or picking by a key that is a GPU value (`sorted(hyps, key=lambda h: h.score)`,
 `max(...)`, `min(...)`, `list.sort`) compares the keys on the host: every comparison copies
