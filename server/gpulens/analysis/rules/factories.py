@@ -112,6 +112,8 @@ def _report_constant(move: ast.Call, made: ast.Call, ctx: Context) -> None:
     host's either way; a Python number or a buffer made once needs no copy)."""
     if ctx.qualname(made.func) not in _CONSTANT_BUILDERS:
         return
+    if isinstance(move.func, ast.Attribute) and move.func.attr in _CASTS_THAT_MOVE:
+        return  # `torch.tensor([1, 2]).type_as(t)`: a cast first, as class 48 reads it
     if len(made.args) != 1 or made.keywords or not _literal_numbers(made.args[0]):
         return
     severity = None
@@ -122,10 +124,11 @@ def _report_constant(move: ast.Call, made: ast.Call, ctx: Context) -> None:
         if not _in_module_forward(ctx):
             return
         severity = Severity.HINT
+    suffix = _one_line(ctx.text(move)[len(ctx.text(made)) :])
     ctx.report(
         CPU_THEN_MOVED,
         move,
-        f"`{shown(ctx, made)}` builds a constant in host memory, then `{_one_line(ctx.text(move)[len(ctx.text(made)) :])}` "
+        f"`{shown(ctx, made)}` builds a constant in host memory, then `{suffix}` "
         "copies it to the GPU every time this runs. Use the Python number in the "
         "arithmetic, or register the constant once as a buffer that moves with the module.",
         severity=severity,
