@@ -289,7 +289,49 @@ class Evaluator:
                 # judged without the comprehension's names: what its items are moved to
                 if _moves_each_item(element, self):
                     return Value(Kind.GPU, exact=False)
+                return self._mapped_over_gpu(node, element)
         return None
+
+    def _mapped_over_gpu(self, node: ast.expr, element: ast.expr) -> Value | None:
+        """`[F.normalize(z) for z in views]`: an item expression that is a GPU value when the
+        comprehension's one name is an item of a GPU value: a list of GPU values."""
+        match node:
+            case ast.ListComp(generators=[ast.comprehension(target=ast.Name(id=name), iter=it)]):
+                pass
+            case _:
+                return None
+        if not isinstance(element, ast.Call | ast.BinOp | ast.UnaryOp) or not all(
+            self._maps_array(part, name) for part in ast.walk(element)
+        ):
+            return None  # `[x["prompt"] for x in inputs]`, `[t if t else None ...]`: no operation
+        item = element_of(self.value(it))
+        if item is None or item.kind is not Kind.GPU:
+            return None
+        saved = self.scope, self._cache
+        self.scope = Scope("comprehension", "<comprehension>", self.scope)
+        self.scope.bind(name, item)
+        self._cache = {}
+        try:
+            mapped = self.value(element)
+        finally:
+            self.scope, self._cache = saved
+        if mapped is None or mapped.kind is not Kind.GPU:
+            return None
+        return replace(mapped, exact=False)
+
+    def _maps_array(self, node: ast.AST, name: str) -> bool:
+        """Not a call, or one an array library makes (`F.normalize(z)`) or a method of what
+        the item becomes (`torch.relu(o).float()`): a function the file does not show may
+        make anything of a GPU value (a message of a prompt, a processor's host output)."""
+        if isinstance(node, ast.Subscript):
+            # a field of a record (`x["prompt"]`) is what the record holds, no array's part
+            return not isinstance(node.slice, ast.Constant) or not isinstance(node.slice.value, str)
+        if not isinstance(node, ast.Call):
+            return True
+        qualified = self.imports.qualname(node.func)
+        if qualified is not None:
+            return qualified.split(".", 1)[0] in _ARRAY_LIBRARIES
+        return isinstance(node.func, ast.Attribute) and name in names_in(node.func.value)
 
     def _container_of(self, elements: list[ast.expr]) -> Value | None:
         """A tuple, list or dict holding a GPU array: what indexing or unpacking it gives
@@ -1268,6 +1310,8 @@ def _named_model(node: ast.expr) -> bool:
     return name is not None and bool(fw.MODEL_NAME.search(name.rsplit(".", 1)[-1]))
 
 
+# the libraries whose functions map an array to an array (`_mapped_over_gpu`)
+_ARRAY_LIBRARIES = frozenset({"torch", "cupy", "cupyx", "numpy", "jax"})
 _MAPPING_VIEWS = frozenset({"items", "keys", "values"})
 # methods that copy their receiver to the GPU when their argument names it (`moves_to_gpu`)
 _MOVES = frozenset({"to", "type", "type_as"})

@@ -61,6 +61,7 @@ def check_cpu_then_moved(node: ast.Call, ctx: Context) -> None:
     if isinstance(source, ast.Call):
         factory, steps = _under_host_steps(source, ctx)
         if not is_cpu_factory(factory, ctx):
+            _report_constant(node, factory, ctx)
             return
         suffix = ctx.source.segment(ctx.span(node))[len(ctx.text(factory)) :]
         # `torch.ones(n).float().to(d)` -> `torch.ones(n, device=d).float()`; a cast that
@@ -103,6 +104,58 @@ def check_cpu_then_moved(node: ast.Call, ctx: Context) -> None:
             # removing `x = x.type_as(t)` would lose the dtype it names
             () if func.attr in _CASTS_THAT_MOVE else _named_fix(node, source.id, made, device, ctx),
         )
+
+
+def _report_constant(move: ast.Call, made: ast.Call, ctx: Context) -> None:
+    """`torch.FloatTensor([0.5]).to(x.device)` per step: numbers written in the code, built
+    into a host tensor and copied to the GPU each time (no `device=` fix: the data is the
+    host's either way; a Python number or a buffer made once needs no copy)."""
+    if ctx.qualname(made.func) not in _CONSTANT_BUILDERS:
+        return
+    if isinstance(move.func, ast.Attribute) and move.func.attr in _CASTS_THAT_MOVE:
+        return  # `torch.tensor([1, 2]).type_as(t)`: a cast first, as class 48 reads it
+    if len(made.args) != 1 or made.keywords or not _literal_numbers(made.args[0]):
+        return
+    severity = None
+    loop = ctx.hot_loop
+    if loop is not None and loop.per_step and loop.called_from is not None:
+        return  # once per step of a framework's step, in a helper of it: a copy of a scalar
+    if loop is None:
+        if not _in_module_forward(ctx):
+            return
+        severity = Severity.HINT
+    suffix = _one_line(ctx.text(move)[len(ctx.text(made)) :])
+    ctx.report(
+        CPU_THEN_MOVED,
+        move,
+        f"`{shown(ctx, made)}` builds a constant in host memory, then `{suffix}` "
+        "copies it to the GPU every time this runs. Use the Python number in the "
+        "arithmetic, or register the constant once as a buffer that moves with the module.",
+        severity=severity,
+    )
+
+
+def _in_module_forward(ctx: Context) -> bool:
+    """In the `forward` of a module class of the file: it runs per step when the module
+    trains, which the file does not show (a hint)."""
+    function = ctx.function
+    owner = ctx.scope.enclosing_class()
+    if function is None or function.name != "forward" or owner is None:
+        return False
+    return owner.name in ctx.evaluator.module_classes
+
+
+# what builds a tensor of the numbers it is handed, on the host unless told a device
+_CONSTANT_BUILDERS = fw.TORCH_DATA_FACTORIES | {
+    f"torch.{kind}Tensor" for kind in ("", "Float", "Double", "Half", "Long", "Int", "Bool")
+}
+
+
+def _literal_numbers(node: ast.expr) -> bool:
+    """A number, or a list or tuple of numbers, written in the code."""
+    if isinstance(node, ast.List | ast.Tuple):
+        return bool(node.elts) and all(_literal_numbers(e) for e in node.elts)
+    return _number(node)
 
 
 def is_cpu_factory(call: ast.Call, ctx: Context) -> bool:
