@@ -863,6 +863,9 @@ class _Walker(FunctionResultsMixin):
                 pushed += 1
                 self.expressions(*generator.ifs)
             self.expressions(*results)
+            check = self.ctx.comprehension_checks.pop(id(node), None)
+            if check is not None:
+                check()
         finally:
             del self.ctx.loops[len(self.ctx.loops) - pushed :]
             evaluator.scope = outer
