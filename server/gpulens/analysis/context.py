@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import enum
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from gpulens.analysis.config import Config
@@ -121,6 +122,7 @@ class Context:
     __slots__ = (
         "_tree",
         "clock_lines",
+        "comprehension_checks",
         "config",
         "cuda_only",
         "deciding_exit",
@@ -173,6 +175,9 @@ class Context:
         # findings that stand only if the whole file bears them out (plain data, so that a
         # function's results can be cached and replayed)
         self.pending: list[tuple[Condition, Finding]] = []
+        # checks of a comprehension's items, run where its names are bound (keyed by the
+        # id of the comprehension, alive for the walk): `torch.tensor([h.score for h in hs])`
+        self.comprehension_checks: dict[int, Callable[[], object]] = {}
 
     # -- the whole file -----------------------------------------------------------------
 

@@ -30,6 +30,10 @@ Incoming = tuple[tuple[str, Arguments, str | None, bool], ...]
 # the module, the value)
 Returns = tuple[tuple[str, str, Value], ...]
 
+# between a record class and a field in the key of what its module builds the field with
+# (`Hypothesis#score`): read by the modules that import the class
+RECORD_FIELD = "#"
+
 # values that mean the same in another module: a def of the caller's file does not
 _PORTABLE = frozenset({Kind.GPU, Kind.GPU_MODULE, Kind.HOST})
 # what a call into another module may return that its caller's walk can use: where the
@@ -420,10 +424,10 @@ class ProjectIndex:
         for module, key in self._called.get(path, ()):
             for callee in self.resolved(module, path):
                 for returned in self._returns.get(callee, ()):
-                    if returned.key == key:
-                        seen = found.setdefault((module, key), returned.value)
+                    if returned.key == key or returned.key.startswith(key + RECORD_FIELD):
+                        seen = found.setdefault((module, returned.key), returned.value)
                         if seen != returned.value:
-                            found[(module, key)] = None
+                            found[(module, returned.key)] = None
         return tuple(sorted(((m, k, v) for (m, k), v in found.items() if v), key=repr))
 
 

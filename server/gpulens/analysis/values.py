@@ -59,6 +59,7 @@ class Evaluator:
         "_sure",
         "definitions",
         "fastai",
+        "foreign_records",
         "foreign_return",
         "imports",
         "judgments_read",
@@ -104,6 +105,9 @@ class Evaluator:
         # that module's walk knows it), given the called expression and whether a function
         # is being judged apart from its callers
         self.foreign_return: Callable[[ast.expr, bool], Value | None] | None = None
+        # the record classes the file imports from other modules of the project, with what
+        # their modules build each field with (set by the walker): a stand-in class each
+        self.foreign_records: dict[str, tuple[ast.ClassDef, dict[str, Value]]] = {}
         self._groups: dict[int, int] | None = None
         self._open_groups: list[int] = []  # the groups of the judgments under way
 
@@ -884,6 +888,8 @@ class Evaluator:
             held = self.value(receiver)
             if held is not None and held.kind is Kind.INSTANCE:
                 cls = held.origin if isinstance(held.origin, ast.ClassDef) else None
+        if cls is not None and self.foreign_records.get(cls.name, (None,))[0] is cls:
+            return self.foreign_records[cls.name][1].get(node.attr, ...)
         if cls is None or not self._is_record_class(cls):
             return ...
         if node.attr not in record_field_names(cls):
@@ -905,6 +911,8 @@ class Evaluator:
         if not isinstance(annotation, ast.Name):
             return None
         cls = self.definitions.classes.get(annotation.id)
+        if cls is None and annotation.id in self.foreign_records:
+            return Value(Kind.INSTANCE, origin=self.foreign_records[annotation.id][0])
         if cls is None or not self._is_record_class(cls):
             return None
         return Value(Kind.INSTANCE, origin=cls)

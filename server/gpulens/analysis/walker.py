@@ -37,6 +37,7 @@ from gpulens.analysis.guards import (
 from gpulens.analysis.incremental import CALLED, FunctionMemo
 from gpulens.analysis.model import Finding
 from gpulens.analysis.project import (
+    RECORD_FIELD,
     ModuleLinks,
     ProjectCall,
     ProjectReturn,
@@ -166,6 +167,7 @@ class _Walker(FunctionResultsMixin):
             self.project_returned = {(m, k): v for m, k, v in project.returns}
             if self.project_returned and links is not None:
                 self.evaluator.foreign_return = self.foreign_return
+                self.evaluator.foreign_records = self.foreign_records(links)
 
     def project_calls(self) -> tuple[ProjectCall, ...]:
         """The calls the walk saw into the project's other modules."""
@@ -180,7 +182,38 @@ class _Walker(FunctionResultsMixin):
                         module, name.removeprefix(_GUESSED), arguments, sites.hot_call, guessed
                     )
                 )
+        if self.links is not None:
+            # the classes the file imports: what their modules build their records with
+            # (a call with nothing passed and no loop tells the callee nothing)
+            calls.extend(
+                ProjectCall(module, member, (), None)
+                for module, member in sorted(set(self.links.names.values()), key=repr)
+                if member is not None and member[:1].isupper()
+            )
         return tuple(calls)
+
+    def foreign_records(
+        self, links: ModuleLinks
+    ) -> dict[str, tuple[ast.ClassDef, dict[str, Value]]]:
+        """The record classes the file imports by name from other modules of the project
+        (`from .beam_search import Hypothesis`), with the GPU values their modules build
+        each field with; a name the file defines itself is its own."""
+        found: dict[str, tuple[ast.ClassDef, dict[str, Value]]] = {}
+        for local, (module, member) in links.names.items():
+            if member is None or local in self.definitions.classes:
+                continue
+            prefix = f"{member}{RECORD_FIELD}"
+            fields = {
+                k.removeprefix(prefix): v
+                for (m, k), v in self.project_returned.items()
+                if m == module and k.startswith(prefix)
+            }
+            if fields:
+                stand_in = ast.ClassDef(
+                    name=local, bases=[], keywords=[], body=[], decorator_list=[]
+                )
+                found[local] = (stand_in, fields)
+        return found
 
     def foreign_return(self, func: ast.expr, judging: bool) -> Value | None:
         """What a call of ``func``, a function or method of another module of the project,
@@ -214,6 +247,11 @@ class _Walker(FunctionResultsMixin):
             value = returnable(self.evaluator.returned_surely(function))
             if value is not None:
                 found.append(ProjectReturn(module, key, value))
+        for name, cls in self.evaluator.record_classes().items():
+            for attr, held in self.evaluator.record_fields(cls).items():
+                value = returnable(held)
+                if value is not None and value.on_gpu:
+                    found.append(ProjectReturn(module, f"{name}{RECORD_FIELD}{attr}", value))
         return tuple(found)
 
     def release(self) -> None:
@@ -863,6 +901,9 @@ class _Walker(FunctionResultsMixin):
                 pushed += 1
                 self.expressions(*generator.ifs)
             self.expressions(*results)
+            check = self.ctx.comprehension_checks.pop(id(node), None)
+            if check is not None:
+                check()
         finally:
             del self.ctx.loops[len(self.ctx.loops) - pushed :]
             evaluator.scope = outer

@@ -773,11 +773,42 @@ def _built_from_gpu_values(node: ast.Call, loop: Loop, ctx: Context) -> bool:
     match node.args:
         case [ast.List(elts=elements) | ast.Tuple(elts=elements), *_]:
             pass
+        case [ast.ListComp(elt=element) as made, *_]:
+            # the items are judged where the comprehension binds its names, the wait
+            # counted in the loops around the call (not per item: one read each either way)
+            ctx.comprehension_checks[id(made)] = lambda: _built_from_items(
+                node, made, element, loop, ctx
+            )
+            return False
         case _:
             return False
-    held = [e for e in elements if ctx.on_gpu(e)]
+    held = [e for e in elements if _gpu_item(e, ctx)]
     if not held:
         return False
+    _report_built(node, held[0], loop, ctx)
+    return True
+
+
+def _built_from_items(
+    node: ast.Call, made: ast.ListComp, element: ast.expr, loop: Loop, ctx: Context
+) -> None:
+    """`torch.tensor([h.score for h in hyps])` where each item is a GPU value."""
+    if _gpu_item(element, ctx):
+        _report_built(node, element, loop, ctx)
+
+
+# torch functions that read the device and return a Python bool: what a list of their
+# results holds is on the host already (the wait is theirs, not the tensor's)
+_HOST_BOOLS = frozenset({"torch.equal", "torch.is_nonzero"})
+
+
+def _gpu_item(element: ast.expr, ctx: Context) -> bool:
+    if isinstance(element, ast.Call) and ctx.qualname(element.func) in _HOST_BOOLS:
+        return False
+    return ctx.on_gpu(element)
+
+
+def _report_built(node: ast.Call, held: ast.expr, loop: Loop, ctx: Context) -> None:
     then = (
         "then copies it to the device it names"
         if keyword(node, "device") is not None
@@ -791,9 +822,8 @@ def _built_from_gpu_values(node: ast.Call, loop: Loop, ctx: Context) -> bool:
         ctx,
         advice=". Keep it on the device: `torch.stack([...])`, `torch.cat`, or `x.view(1)` for "
         "one value.",
-        subject=ctx.value(held[0]),
+        subject=ctx.value(held),
     )
-    return True
 
 
 @checks(ast.FormattedValue)
