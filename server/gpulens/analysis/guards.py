@@ -226,23 +226,28 @@ def scalar_unless(test: ast.expr) -> list[str]:
 def tensor_unless(test: ast.expr) -> list[str]:
     """The names that hold no tensor where a test fails: `if isinstance(x, torch.Tensor):
     return x.unsqueeze(0)` leaves a number (or a list) to the code after it."""
-    match test:
-        case ast.Call(func=ast.Name(id="isinstance"), args=[ast.Name(id=name), tested]):
-            kinds = tested.elts if isinstance(tested, ast.Tuple) else [tested]
-            if any(_type_name(k) == "Tensor" for k in kinds):
-                return [name]
+    tested = _isinstance_test(test)
+    if tested is not None and "Tensor" in tested[1]:
+        return [tested[0]]
     return []
 
 
 def _narrowed(test: ast.expr, types: frozenset[str]) -> list[str]:
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        return [name for value in test.values for name in _narrowed(value, types)]
+    tested = _isinstance_test(test)
+    if tested is not None and tested[1] and all(k in types for k in tested[1]):
+        return [tested[0]]
+    return []
+
+
+def _isinstance_test(test: ast.expr) -> tuple[str, list[str | None]] | None:
+    """`isinstance(x, (int, float))`: the name tested and the types' own names."""
     match test:
-        case ast.BoolOp(op=ast.And(), values=values):
-            return [name for value in values for name in _narrowed(value, types)]
         case ast.Call(func=ast.Name(id="isinstance"), args=[ast.Name(id=name), tested]):
             kinds = tested.elts if isinstance(tested, ast.Tuple) else [tested]
-            if kinds and all(_type_name(k) in types for k in kinds):
-                return [name]
-    return []
+            return name, [_type_name(k) for k in kinds]
+    return None
 
 
 def _type_name(node: ast.expr) -> str | None:
