@@ -1253,9 +1253,7 @@ class _Walker(FunctionResultsMixin):
                 hot_call = f"{_STEP_CALL if per_step else 'the loop that calls'} {called}()"
                 if not per_step and per_item:
                     hot_call += _PER_ITEM
-            for recording in self._recordings:
-                recording.calls.append((key, tuple(arguments), hot_call))
-            self.merge_call(key, tuple(arguments), hot_call)
+            self.call_made(key, tuple(arguments), hot_call)
 
     def record_handler(self, node: ast.Call) -> None:
         """`engine.add_event_handler(Events.ITERATION_COMPLETED, f)`: the engine runs f, a
@@ -1270,10 +1268,17 @@ class _Walker(FunctionResultsMixin):
             return
         for target in self.call_targets(node.args[1]):
             hot_call = _engine_call(target.rsplit(".", 1)[-1])
-            # (recorded like a call: a walk replayed from the memo registers it again)
-            for recording in self._recordings:
-                recording.calls.append((target, (), hot_call))
-            self.merge_call(target, (), hot_call)
+            # (a call like any other: a walk replayed from the memo registers it again)
+            self.call_made(target, (), hot_call)
+
+    def call_made(
+        self, key: str, arguments: tuple[tuple[int | str, Value | None], ...], hot_call: str | None
+    ) -> None:
+        """A call the walked body makes: what the callee gets, and recorded for the memo's
+        replay of this body (which merges it again without walking)."""
+        for recording in self._recordings:
+            recording.calls.append((key, arguments, hot_call))
+        self.merge_call(key, arguments, hot_call)
 
     def per_iteration_event(self, event: ast.expr) -> bool:
         """An ignite event that fires on every iteration (`Events.ITERATION_COMPLETED`, or a
