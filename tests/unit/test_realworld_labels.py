@@ -26,6 +26,7 @@ BLIND = (
     "heldout7",
     "heldout8",
     "heldout9",
+    "heldout10",
 )
 
 
@@ -79,6 +80,7 @@ def test_a_held_out_part_exists_beside_the_tuned_one() -> None:
     assert splits.count("heldout7") >= 3
     assert splits.count("heldout8") >= 3
     assert splits.count("heldout9") >= 3
+    assert splits.count("heldout10") >= 3
 
 
 @pytest.mark.parametrize(
@@ -92,6 +94,7 @@ def test_a_held_out_part_exists_beside_the_tuned_one() -> None:
         ("heldout7", 80),
         ("heldout8", 80),
         ("heldout9", 80),
+        ("heldout10", 80),
     ],
 )
 def test_each_blind_part_lists_sites_of_its_own(split: str, at_least: int) -> None:
