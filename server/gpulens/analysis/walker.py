@@ -642,6 +642,12 @@ class _Walker(FunctionResultsMixin):
                 self.expression(test)
                 if msg is not None:
                     self.failure_only(msg)  # evaluated only when the test is false
+            case ast.Raise(exc=exc, cause=cause):
+                # `else: raise ValueError(f"... {kind}")`: evaluated once, when it raises,
+                # wherever the branch stands (an `if` ending in raise is a guard already)
+                for part in (exc, cause):
+                    if part is not None:
+                        self.failure_only(part)
             case ast.Delete(targets=targets):
                 for target in targets:
                     if isinstance(target, ast.Name):

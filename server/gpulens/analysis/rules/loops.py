@@ -175,6 +175,8 @@ Body = list[ast.stmt] | list[ast.expr]
 
 
 def _check_iterated(iterated: ast.expr, body: Body, ctx: Context) -> None:
+    if isinstance(iterated, ast.Call) and simple_name(iterated.func) in _CHUNKING:
+        return  # `for part in torch.split(x, sizes)`: a tuple of whole chunks, not elements
     zipped = _zipped_array(iterated, ctx)
     value = zipped or ctx.value(iterated)
     if value is None or not value.array_on_gpu or _runs_a_model(body, ctx):
@@ -326,6 +328,20 @@ def _element_index(index: ast.expr, targets: frozenset[str]) -> bool:
     return False
 
 
+def _columns_of_loop_arrays(index: ast.expr, targets: frozenset[str]) -> bool:
+    """`mask[pairs[:, 0], pairs[:, 1]]`: each loop name in the index is an array the loop
+    hands out, sliced (`pairs[:, 0]`, `rows[a:b]`): the write scatters into all the positions
+    it lists at once, one operation per iteration, not one element."""
+    sliced: set[int] = set()
+    for node in ast.walk(index):
+        if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name):
+            parts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+            if any(isinstance(part, ast.Slice) for part in parts):
+                sliced.add(id(node.value))
+    uses = [n for n in ast.walk(index) if isinstance(n, ast.Name) and n.id in targets]
+    return bool(uses) and all(id(n) in sliced for n in uses)
+
+
 def _interleaved(index: ast.expr, targets: frozenset[str]) -> bool:
     """`x[i::n]`: a loop's name only in the start of a slice with a fixed step, each
     iteration writing every n-th row (n parts interleaved into one array)."""
@@ -378,6 +394,8 @@ def check_element_write(node: ast.Assign | ast.AugAssign, ctx: Context) -> None:
             continue  # `for start in range(0, n, chunk): x[start:end] += …`: chunk by chunk
         if _interleaved(target.slice, loop.targets):
             continue  # `out[i::n] = parts[i]`: one strided copy per part, not an element
+        if _columns_of_loop_arrays(target.slice, loop.targets):
+            continue  # `mask[pairs[:, 0], pairs[:, 1]] = True`: one scatter per iteration
         held = ctx.value(target.value)
         # a list or dict of tensors (`outputs[i] = …`, `losses[k] += v`) is no GPU array
         if held is None or not held.array_on_gpu:

@@ -1,7 +1,7 @@
 """Code that runs only when something fails costs nothing per step: an assert's message is
-evaluated only when its test is false, a raise's arguments only when it raises, and a
-warning issued under a test that something went wrong only when it did. The test itself
-runs every step, and is the site."""
+evaluated only when its test is false, a raise's arguments only when it raises (in whatever
+branch or handler it stands), and a warning issued under a test that something went wrong
+only when it did. The test itself runs every step, and is the site."""
 
 import warnings
 
@@ -36,3 +36,27 @@ def check_each(model, x, steps):
             warnings.warn(f"non-finite loss {loss.item()}")  # must not: GPU001
         total = total + loss
     return total
+
+
+def unproject(kinds, coords):
+    kinds = kinds.to(device)
+    out = []
+    for kind in kinds:  # expect: GPU009
+        if kind == 0:  # expect: GPU001
+            out.append(coords * 2)
+        elif kind == 1:  # expect: GPU001
+            out.append(coords * 3)
+        else:  # a raise in the last branch of a chain: its message is built once, if ever
+            raise ValueError(f"camera type {kind} not supported")  # must not: GPU001
+    return out
+
+
+def step_all(model, x, steps):
+    model = model.to(device)
+    x = x.to(device)
+    for _ in range(steps):
+        loss = model(x).mean()
+        try:
+            loss.backward()
+        except RuntimeError as error:
+            raise RuntimeError(f"backward failed at {loss.item()}") from error  # must not: GPU001
