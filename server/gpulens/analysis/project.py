@@ -99,11 +99,55 @@ def portable(value: Value | None) -> Value | None:
     if value is None or value.kind not in _PORTABLE:
         return None
     if value.kind is Kind.GPU and (value.guessed or not value.exact):
-        # only one array known to be on the GPU crosses: a batch, a list or a tuple of
-        # tensors is read by the callee as it chooses (`isinstance(a, list)`), and a guess
-        # in the caller's file is no evidence in the callee's
-        return None
+        # a batch, a list or a tuple of tensors is read by the callee as it chooses
+        # (`isinstance(a, list)`), and a guess in the caller's file is no evidence in the
+        # callee's: both cross as guesses, kept only where the callee's parameter says it
+        # takes one tensor (`received`)
+        return replace(value, origin=None, guessed=True)
     return value if value.origin is None else replace(value, origin=None)
+
+
+def received(arguments: Arguments, function: Function, method: bool) -> Arguments:
+    """What ``function`` keeps of the values another module's call passes it: a guess only
+    where its parameter is annotated as one tensor (`preds: Tensor`), on the GPU as the
+    caller guessed (a hint at most), and not known for one array: the annotation is no
+    proof, and rules that need one array stay silent. ``method``: its first
+    parameter is the object, which the call's positions do not count."""
+    parameters = [a.arg for a in (*function.args.posonlyargs, *function.args.args)]
+    if method and parameters:
+        parameters = parameters[1:]
+    tensors = _tensor_parameters(function)
+    kept: list[tuple[int | str, Value | None]] = []
+    for key, value in arguments:
+        held = value
+        if value is not None and value.kind is Kind.GPU and value.guessed:
+            name = (
+                key
+                if isinstance(key, str)
+                else (parameters[key] if key < len(parameters) else None)
+            )
+            held = replace(value, exact=False) if name in tensors else None
+        kept.append((key, held))
+    return tuple(kept)
+
+
+def _tensor_parameters(function: Function) -> frozenset[str]:
+    """The parameters annotated as one tensor: `Tensor`, `torch.Tensor`, optionally None."""
+    every = (*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs)
+    return frozenset(a.arg for a in every if a.annotation is not None and _one_tensor(a.annotation))
+
+
+def _one_tensor(annotation: ast.expr) -> bool:
+    match annotation:
+        case ast.Name(id="Tensor") | ast.Attribute(value=ast.Name(id="torch"), attr="Tensor"):
+            return True
+        case ast.Constant(value=str() as text):
+            return text.strip() in ("Tensor", "torch.Tensor")
+        case ast.Subscript(value=ast.Name(id="Optional"), slice=inner):
+            return _one_tensor(inner)
+        case ast.BinOp(op=ast.BitOr(), left=left, right=ast.Constant(value=None)):
+            return _one_tensor(left)
+    return False
 
 
 def module_name(path: Path) -> tuple[str, bool]:

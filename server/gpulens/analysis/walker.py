@@ -35,6 +35,7 @@ from gpulens.analysis.guards import (
     tensor_unless,
 )
 from gpulens.analysis.incremental import CALLED, FunctionMemo
+from gpulens.analysis.mappings import gives_keys, mapping_names
 from gpulens.analysis.model import Finding
 from gpulens.analysis.project import (
     RECORD_FIELD,
@@ -43,6 +44,7 @@ from gpulens.analysis.project import (
     ProjectReturn,
     ProjectView,
     portable,
+    received,
     returnable,
 )
 from gpulens.analysis.rules.registry import CHECKS
@@ -147,6 +149,7 @@ class _Walker(FunctionResultsMixin):
         self._devices: dict[int, tuple[Scope, tuple[str, ...]]] = {}
         # the names the tests around the walked statement prove to hold dicts
         self._mappings: list[str] = []
+        self._mapping_names: dict[int, frozenset[str]] = {}  # id of a def (alive for the walk)
         self._file_key: tuple[object, ...] | None = None
         self._shared_key: tuple[tuple[object, ...], tuple[object, ...]] | None = None
         self._texts: dict[int, str] = {}  # id of a function (alive for the walk) -> its source
@@ -163,11 +166,27 @@ class _Walker(FunctionResultsMixin):
         self.evaluator.fastai = self.fastai
         if project is not None:
             for key, arguments, hot_call, guessed in project.incoming:
-                self.merge_call(_GUESSED + key if guessed else key, arguments, hot_call)
+                kept = self.received_from_project(key, arguments)
+                self.merge_call(_GUESSED + key if guessed else key, kept, hot_call)
             self.project_returned = {(m, k): v for m, k, v in project.returns}
             if self.project_returned and links is not None:
                 self.evaluator.foreign_return = self.foreign_return
                 self.evaluator.foreign_records = self.foreign_records(links)
+
+    def received_from_project(
+        self, key: str, arguments: tuple[tuple[int | str, Value | None], ...]
+    ) -> tuple[tuple[int | str, Value | None], ...]:
+        """What the function or method ``key`` of the file keeps of what another module's
+        call passes it (`received`); a def the file does not hold keeps no guess."""
+        owner, _, name = key.rpartition(".")
+        function = (
+            self.definitions.methods.get(owner, {}).get(name)
+            if owner
+            else self.definitions.functions.get(name)
+        )
+        if function is None:
+            return tuple((k, None if v is not None and v.guessed else v) for k, v in arguments)
+        return received(arguments, function, bool(owner) and not _is_static(function))
 
     def project_calls(self) -> tuple[ProjectCall, ...]:
         """The calls the walk saw into the project's other modules."""
@@ -1199,9 +1218,19 @@ class _Walker(FunctionResultsMixin):
                 return True
             case ast.Call(func=ast.Name(id="sorted" | "list" | "reversed"), args=[inner]):
                 return self.keys_of(inner)
-            case ast.Name(id=name):
-                return name in self._mappings
-        return False
+            case ast.Name(id=name) if name in self._mappings:
+                return True
+        return gives_keys(node, self.mapping_names())
+
+    def mapping_names(self) -> frozenset[str]:
+        """The names the walked function's text proves mappings or key sets (`mappings`)."""
+        function = self.ctx.function
+        if function is None:
+            return frozenset()
+        found = self._mapping_names.get(id(function))
+        if found is None:
+            found = self._mapping_names[id(function)] = mapping_names(function)
+        return found
 
     def record_call(self, node: ast.Call) -> None:
         """Remember what the file passes to its own functions and methods, and from where."""

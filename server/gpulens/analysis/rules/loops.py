@@ -8,6 +8,7 @@ from dataclasses import replace
 
 from gpulens.analysis import frameworks as fw
 from gpulens.analysis.context import Context, Loop
+from gpulens.analysis.mappings import gives_keys, mapping_names
 from gpulens.analysis.model import Severity
 from gpulens.analysis.rules.common import shown
 from gpulens.analysis.rules.registry import checks, rule
@@ -181,6 +182,8 @@ def _check_iterated(iterated: ast.expr, body: Body, ctx: Context) -> None:
     value = zipped or ctx.value(iterated)
     if value is None or not value.array_on_gpu or _runs_a_model(body, ctx):
         return
+    if _iterates_keys(iterated, ctx) or (value.guessed and _reduces_along_a_dim(body)):
+        return
     if zipped is not None and (_calls_an_item(body, ctx) or not _reads_on_host_per_item(body)):
         return
     if zipped is not None:
@@ -196,6 +199,24 @@ def _check_iterated(iterated: ast.expr, body: Body, ctx: Context) -> None:
         "waits for the GPU. Express the loop body as operations on the whole array.",
         severity=_severity(value),
     )
+
+
+def _reduces_along_a_dim(body: Body) -> bool:
+    """A body that reduces along a dimension (`torch.logsumexp(row, dim=-1)`): what it
+    iterates are rows or chunks, handled whole, by design (to bound the memory a batch
+    takes); of an array only guessed on the GPU that is no evidence of element reads."""
+    nodes = body if isinstance(body, list) else [body]
+    return any(
+        isinstance(node, ast.keyword) and node.arg == "dim"
+        for statement in nodes
+        for node in ast.walk(statement)
+    )
+
+
+def _iterates_keys(iterated: ast.expr, ctx: Context) -> bool:
+    """`for color in areas` where `areas: dict[tuple, Tensor]`: a mapping's keys, not its
+    GPU values."""
+    return ctx.function is not None and gives_keys(iterated, mapping_names(ctx.function))
 
 
 def _zipped_array(iterated: ast.expr, ctx: Context) -> Value | None:
