@@ -749,10 +749,34 @@ class _Walker(FunctionResultsMixin):
             finally:
                 self.ctx.deciding_exit = False
             self.block(node.body)
+            self.retest(node, before)
         finally:
             self.ctx.loops.pop()
         self.join(before, self.evaluator.scope.snapshot())
         self.block(node.orelse)
+
+    def retest(self, node: ast.While, before: dict[str, Value | None]) -> None:
+        """`norm = 0` … `while norm < 1:` … `norm = xp.linalg.norm(v)`: from the second
+        iteration on, the test reads what the body bound last. Walked again with those
+        values where the body made a name it tests a GPU value that was none before the
+        loop (where it was one, the first walk reported the test already)."""
+        scope = self.evaluator.scope
+        carried = [
+            name
+            for name in names_in(node.test)
+            if _holds_gpu(scope.bindings.get(name)) and not _holds_gpu(before.get(name))
+        ]
+        if not carried:
+            return
+        self.evaluator.invalidate()
+        self.ctx.statement = node
+        for check in CHECKS.get(ast.While, ()):
+            check(node, self.ctx)
+        self.ctx.deciding_exit = True
+        try:
+            self.expression(node.test)
+        finally:
+            self.ctx.deciding_exit = False
 
     def if_statement(self, node: ast.If) -> None:
         # `if (tokens == eos).all(): break`: the loop cannot stop without this read
@@ -1952,3 +1976,7 @@ def catches_import_error(handler: ast.ExceptHandler) -> bool:
     kinds = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
     caught = {"ImportError", "ModuleNotFoundError", "Exception", "BaseException"}
     return any(isinstance(kind, ast.Name) and kind.id in caught for kind in kinds)
+
+
+def _holds_gpu(value: Value | None) -> bool:
+    return value is not None and value.kind is Kind.GPU
