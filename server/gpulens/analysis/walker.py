@@ -752,6 +752,8 @@ class _Walker(FunctionResultsMixin):
 
     def while_loop(self, node: ast.While) -> None:
         before = self.evaluator.scope.snapshot()
+        scope = self.evaluator.scope
+        tested_on_gpu = {n for n in _names_read(node.test) if _holds_gpu(scope.lookup(n))}
         per_epoch, trains, backward = self.loop_facts(node)
         loop = Loop(
             node,
@@ -774,10 +776,34 @@ class _Walker(FunctionResultsMixin):
             finally:
                 self.ctx.deciding_exit = False
             self.block(node.body)
+            self.retest(node, tested_on_gpu)
         finally:
             self.ctx.loops.pop()
         self.join(before, self.evaluator.scope.snapshot())
         self.block(node.orelse)
+
+    def retest(self, node: ast.While, tested_on_gpu: set[str]) -> None:
+        """`norm = 0` … `while norm < 1:` … `norm = xp.linalg.norm(v)`: from the second
+        iteration on, the test reads what the body bound last. Walked again with those
+        values where the body made a name it tests a GPU value that was none before the
+        loop (``tested_on_gpu``: those the first walk of the test saw on the GPU already)."""
+        scope = self.evaluator.scope
+        carried = [
+            name
+            for name in _names_read(node.test) - tested_on_gpu
+            if _holds_gpu(scope.lookup(name))
+        ]
+        if not carried:
+            return
+        self.evaluator.invalidate()
+        self.ctx.statement = node
+        for check in CHECKS.get(ast.While, ()):
+            check(node, self.ctx)
+        self.ctx.deciding_exit = True
+        try:
+            self.expression(node.test)
+        finally:
+            self.ctx.deciding_exit = False
 
     def if_statement(self, node: ast.If) -> None:
         # `if (tokens == eos).all(): break`: the loop cannot stop without this read
@@ -1987,3 +2013,18 @@ def catches_import_error(handler: ast.ExceptHandler) -> bool:
     kinds = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
     caught = {"ImportError", "ModuleNotFoundError", "Exception", "BaseException"}
     return any(isinstance(kind, ast.Name) and kind.id in caught for kind in kinds)
+
+
+def _holds_gpu(value: Value | None) -> bool:
+    return value is not None and value.kind is Kind.GPU
+
+
+def _names_read(test: ast.expr) -> set[str]:
+    """The names and dotted attributes (`self.error`) a test reads."""
+    found = names_in(test)
+    found.update(
+        dotted
+        for node in ast.walk(test)
+        if isinstance(node, ast.Attribute) and (dotted := dotted_name(node)) is not None
+    )
+    return found

@@ -423,10 +423,15 @@ def check_mask_index(node: ast.Subscript, ctx: Context) -> None:
     likely = not masks
     if likely:
         masks = [part for part in parts if _is_mask(part, ctx, loose=True)]
-    if not masks or any(_tested_before(mask, node, ctx, loose=likely) for mask in masks):
-        return
     base = ctx.value(node.value)
     if base is None or not base.on_gpu:
+        return
+    if not masks and not base.guessed:
+        # a mask of unknown device indexing a known GPU array: on the host or not, the
+        # gather counts it on the GPU (a host mask is copied there first)
+        masks = [part for part in parts if _mask_by_form(part, ctx)]
+        likely = False
+    if not masks or any(_tested_before(mask, node, ctx, loose=likely) for mask in masks):
         return
     _report_sized_by_values(
         node,
@@ -438,6 +443,30 @@ def check_mask_index(node: ast.Subscript, ctx: Context) -> None:
         if likely and not base.guessed
         else None,
     )
+
+
+def _mask_by_form(node: ast.expr, ctx: Context) -> bool:
+    """`sel = (obs > 0)` where nothing says where `obs` is: booleans by the expression's
+    form, unless every comparison in it is of host values (`x[i == 0]` of a loop counter
+    is a Python bool, a view)."""
+    if ctx.value(node) is not None or not _mask_shaped(node, ctx, frozenset()):
+        return False
+    counters = frozenset().union(*(loop.targets for loop in ctx.loops))
+    compared = [node] if isinstance(node, ast.Compare) else []
+    if isinstance(node, ast.Name) and ctx.function is not None:
+        compared = [v for v in _bindings(ctx.function, node.id) if isinstance(v, ast.Compare)]
+    return not any(_scalar_test(c, ctx, counters) for c in compared)
+
+
+def _scalar_test(compare: ast.Compare, ctx: Context, counters: frozenset[str]) -> bool:
+    """A comparison whose operands are each a number, a loop's name or a known host value."""
+    for operand in (compare.left, *compare.comparators):
+        value = ctx.value(operand)
+        if value is not None and value.kind is Kind.HOST:
+            continue
+        if not is_host_expression(operand, counters):
+            return False
+    return True
 
 
 def _is_mask(node: ast.expr, ctx: Context, *, loose: bool = False) -> bool:
