@@ -319,7 +319,7 @@ class _Walker(FunctionResultsMixin):
         device data, and whether that they do is a guess."""
         framework = self.evaluator.step_classes.get(scope.name) if scope.kind == "class" else None
         if framework is None:
-            return None
+            return _step_by_signature(function) if scope.kind == "class" else None
         wanted = fw.STEP_METHODS[framework].get(function.name)
         if wanted is None:
             return None
@@ -1843,6 +1843,19 @@ def _step_framework(
     framework = fw.STEP_CLASSES.get(last)
     home = fw.STEP_CLASS_HOMES.get(framework or "")
     return None if home is not None and not qualified.startswith(home) else framework
+
+
+def _step_by_signature(function: Function) -> tuple[str, list[str], bool] | None:
+    """A method with Lightning's step signature (`training_step(self, batch, batch_idx)`) in
+    a class not known to be a LightningModule: a mixin of one, or an object its step hands
+    the batch to (`self.task.training_step(batch, batch_idx)`). Lightning runs it once per
+    batch, on the model's device, which the file does not show: a guess."""
+    if function.name not in fw.LIGHTNING_STEPS:
+        return None
+    parameters = [a.arg for a in (*function.args.posonlyargs, *function.args.args)][1:]
+    if parameters[: len(fw.LIGHTNING_STEP_SIGNATURE)] != list(fw.LIGHTNING_STEP_SIGNATURE):
+        return None
+    return f"the loop that runs {function.name}() once per batch", parameters[:1], True
 
 
 def _imports_all(node: ast.Import | ast.ImportFrom) -> bool:
