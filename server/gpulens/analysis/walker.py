@@ -58,7 +58,7 @@ from gpulens.analysis.symbols import (
     names_in,
     simple_name,
 )
-from gpulens.analysis.training import one_training_step
+from gpulens.analysis.training import backward_losses, one_training_step
 from gpulens.analysis.values import Evaluator, element_of
 
 if TYPE_CHECKING:
@@ -150,6 +150,8 @@ class _Walker(FunctionResultsMixin):
         self._file_key: tuple[object, ...] | None = None
         self._shared_key: tuple[tuple[object, ...], tuple[object, ...]] | None = None
         self._texts: dict[int, str] = {}  # id of a function (alive for the walk) -> its source
+        # the lambdas whose bodies a hot call ran (each reported once, whoever calls it)
+        self._lambdas_run: set[int] = set()
         # where the file's calls into the other modules of its project go, and what those
         # modules pass its functions: a call from another file counts as one from this one
         self.links = links
@@ -443,6 +445,12 @@ class _Walker(FunctionResultsMixin):
         for name in _cpu_by_default(function):
             if scope.bindings.get(name) is None:
                 scope.bind(name, Value(Kind.HOST))  # `device="cpu"`: no GPU by its name
+        for name, default in _lambda_defaults(function):
+            # `output_transform=lambda x, y, y_pred, loss: loss.item()`: a call of the
+            # parameter runs the default for every caller that passes none
+            scope.bind(name + _DEFAULT, Value(Kind.FUNCTION, origin=default))
+            if scope.bindings.get(name) is None:
+                scope.bind(name, Value(Kind.FUNCTION, origin=default))
         handler = self.engine_handler(function)
         registered = sites is not None and sites.hot_call == _engine_call(function.name)
         if (handler or registered) and positional:
@@ -867,6 +875,8 @@ class _Walker(FunctionResultsMixin):
                 self.asks_device(node)
                 if self.mapped_lambda(node):
                     return
+                if self.called_lambda(node):
+                    return
         for field_name in _EXPRESSION_FIELDS[type(node)]:
             child = getattr(node, field_name)
             if isinstance(child, list):
@@ -961,6 +971,62 @@ class _Walker(FunctionResultsMixin):
             evaluator.scope = outer
             evaluator.invalidate()
         return True
+
+    def called_lambda(self, call: ast.Call) -> bool:
+        """`output_transform(x, y, y_pred, loss)` where the name holds a lambda (a
+        parameter's default): its body runs here, on what the call hands it. The loss a
+        training step runs its backward pass on is a tensor on the model's device, which
+        the file may not show; and the caller may pass another function: what the body reads
+        is a hint. False when ``call`` is no such call."""
+        run = _lambdas_held(self.evaluator, call.func)
+        if not run:
+            return False
+        self.ctx.definitions_read(list(run))  # bodies of elsewhere in the file: no memo
+        for argument in (call.func, *call.args, *(k.value for k in call.keywords)):
+            self.expression(argument)
+        loop = self.ctx.hot_loop
+        if loop is None:
+            return True  # run once, or as often as a caller the file does not show
+        for function in run:
+            if id(function) not in self._lambdas_run:
+                self._lambdas_run.add(id(function))
+                self.run_lambda(function, call, loop)
+        return True
+
+    def run_lambda(self, function: ast.Lambda, call: ast.Call, loop: Loop) -> None:
+        """Walk a lambda's body as ``call`` in ``loop`` runs it."""
+        losses: frozenset[str] = frozenset()
+        if loop.backward:
+            if loop.losses is None:
+                loop.losses = backward_losses(loop.node)
+            losses = loop.losses
+        handed: dict[str, Value | None] = {}
+        parameters = [a.arg for a in (*function.args.posonlyargs, *function.args.args)]
+        for parameter, argument in zip(parameters, call.args, strict=False):
+            handed[parameter] = self.handed_value(argument, losses)
+        for named in call.keywords:
+            if named.arg in parameters:
+                handed[named.arg] = self.handed_value(named.value, losses)
+        evaluator = self.evaluator
+        outer, likely = evaluator.scope, self.ctx.likely
+        evaluator.scope = Scope("function", "<lambda>", outer)
+        for parameter in (*parameters, *(a.arg for a in function.args.kwonlyargs)):
+            evaluator.scope.bind(parameter, handed.get(parameter))
+        evaluator.invalidate()
+        self.ctx.likely = True
+        try:
+            self.expression(function.body)
+        finally:
+            evaluator.scope, self.ctx.likely = outer, likely
+            evaluator.invalidate()
+
+    def handed_value(self, argument: ast.expr, losses: frozenset[str]) -> Value | None:
+        """What a call hands a lambda: the argument's value, or, for the loss the step runs
+        its backward pass on (or an expression of it), a tensor on the model's device."""
+        value = self.evaluator.value(argument)
+        if value is None and names_in(argument) & losses:
+            return Value(Kind.GPU, exact=True, guessed=True)
+        return value
 
     # -- bindings -----------------------------------------------------------------------
 
@@ -1337,9 +1403,9 @@ class _Walker(FunctionResultsMixin):
                     return []
         callee = evaluator.value(func)
         if callee is not None:
-            if callee.kind is Kind.FUNCTION and callee.origin is not None:
+            if callee.kind is Kind.FUNCTION and isinstance(callee.origin, Function):
                 owner = definitions.owner.get(id(callee.origin))
-                name = callee.origin.name  # type: ignore[attr-defined]
+                name = callee.origin.name
                 return [f"{owner}.{name}" if owner else name]
             if callee.kind is Kind.CLASS and isinstance(callee.origin, ast.ClassDef):
                 return _method_key(definitions, callee.origin.name, "__init__")
@@ -1773,6 +1839,33 @@ def _defaults(function: Function) -> list[tuple[ast.arg, ast.expr | None]]:
             strict=True,
         ),
         *zip(arguments.kwonlyargs, arguments.kw_defaults, strict=True),
+    ]
+
+
+# after a parameter's name: the key its default lambda is bound under (no name ends so)
+_DEFAULT = "="
+
+
+def _lambdas_held(evaluator: Evaluator, func: ast.expr) -> list[ast.Lambda]:
+    """The lambdas a call of ``func`` may run: the one its name holds, and the default of
+    the parameter of that name (which runs for callers that pass none)."""
+    if not isinstance(func, ast.Name):
+        return []
+    held: list[ast.Lambda] = []
+    for name in (func.id, func.id + _DEFAULT):
+        value = evaluator.scope.lookup(name)
+        origin = value.origin if value is not None else None
+        if isinstance(origin, ast.Lambda) and origin not in held:
+            held.append(origin)
+    return held
+
+
+def _lambda_defaults(function: Function) -> list[tuple[str, ast.Lambda]]:
+    """The parameters whose default is a lambda (`output_transform=lambda out: out`)."""
+    return [
+        (argument.arg, default)
+        for argument, default in _defaults(function)
+        if isinstance(default, ast.Lambda)
     ]
 
 
