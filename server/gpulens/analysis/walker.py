@@ -23,6 +23,7 @@ from gpulens.analysis.definitions import CONSTRUCTORS, Definitions, flat_stateme
 from gpulens.analysis.function_results import CallSites, FunctionResultsMixin, Recording
 from gpulens.analysis.guards import (
     device_test,
+    exits_unless_periodic,
     falls_through,
     is_few,
     leaves_loop,
@@ -541,10 +542,20 @@ class _Walker(FunctionResultsMixin):
 
     def block(self, body: list[ast.stmt]) -> None:
         ctx = self.ctx
-        for index, statement in enumerate(body):
-            ctx.statement = statement
-            ctx.statements = (body, index)
-            self.statement(statement)
+        # `if step % 100 != 0: return`: the rest of the block runs once per period
+        guarded: Loop | None = None
+        try:
+            for index, statement in enumerate(body):
+                ctx.statement = statement
+                ctx.statements = (body, index)
+                self.statement(statement)
+                loop = ctx.loop
+                if loop is not None and not loop.guarded and exits_unless_periodic(statement, ctx):
+                    guarded = loop
+                    loop.guarded = True
+        finally:
+            if guarded is not None:
+                guarded.guarded = False
 
     def statement(self, node: ast.stmt) -> None:
         for check in CHECKS.get(type(node), ()):

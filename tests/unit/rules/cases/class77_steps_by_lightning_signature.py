@@ -6,7 +6,10 @@ is on the GPU only if the model is, which the file does not show: every finding 
 method of the same name with other parameters (a transformers Trainer's `training_step(model,
 inputs)` of a class not known as one, an `evaluate(batch)`) is the class's own. A boolean mask
 bound with an annotation (`keep: torch.Tensor = counts <= n`) is as much a mask as one bound
-without: indexing with it waits for the GPU to count the kept rows."""
+without: indexing with it waits for the GPU to count the kept rows. What a step runs only
+for its first batch (`if batch_idx == 0:`, or after `if ... or batch_idx > 0: return`) runs
+once per epoch, and what follows `if step % 100 != 0: continue` once per hundred steps; a
+test whose names only sound occasional (`if not valid: return`) guards nothing after it."""
 
 import torch
 import torch.nn.functional as F
@@ -36,6 +39,35 @@ class ClassificationTask:
         known: torch.Tensor = y != -1
         scores = scores[known]  # hint: GPU001
         return F.cross_entropy(scores, y[known])
+
+
+class PlottingMixin:
+    def validation_step(self, batch, batch_idx):
+        x, y = batch
+        scores = self.model(x)
+        if batch_idx == 0:
+            self.first = scores.cpu()  # must not: GPU001
+        if self.current_epoch % 10 != 0 or batch_idx > 0:
+            return scores.mean()
+        self.plot(x.cpu().numpy(), scores.cpu().numpy())  # must not: GPU001
+        return scores.mean()
+
+    def test_step(self, batch, batch_idx):
+        x, valid = batch
+        if not valid:
+            return None
+        return self.model(x).sum().item()  # hint: GPU001
+
+
+def train(model, loader, optimizer):
+    model.cuda()
+    for step, (x, y) in enumerate(loader):
+        loss = model(x.cuda(non_blocking=True)).sum()
+        loss.backward()
+        optimizer.step()
+        if step % 100 != 0:
+            continue
+        print(loss.item())  # must not: GPU001
 
 
 class FilteringMixin:
