@@ -298,6 +298,10 @@ STEP_METHODS: dict[str, dict[str, tuple[str, ...]]] = {
         "prediction_step": ("inputs",),
     },
 }
+# Lightning's own steps and the parameters they are called with: a method of that name and
+# signature is written for Lightning's loop, in whatever class (a mixin, a delegate)
+LIGHTNING_STEPS = frozenset({"training_step", "validation_step", "test_step", "predict_step"})
+LIGHTNING_STEP_SIGNATURE = ("batch", "batch_idx")
 # a Lightning Callback's batch hooks: the trainer calls them once per batch, with what the
 # step returned and the batch, both on the device (Lightning's signature after self)
 LIGHTNING_CALLBACK = "lightning callback"

@@ -33,6 +33,10 @@ def runs_once_per_period(test: ast.expr, ctx: Context) -> bool:
             # `(i + 1) % grad_accum_steps == 0` is the optimizer step: every step of training;
             # `step % policy_delay == 0` with a delay of 2 is every other step
             return not _per_optimizer_step(test) and not _by_few(test, ctx)
+        case ast.Compare(
+            left=left, ops=[ast.Eq() | ast.LtE() | ast.Lt() as op], comparators=[right]
+        ) if _first_steps(left, op, right):
+            return True  # `batch_idx == 0`: the first batch of each epoch
         case ast.Compare(left=left, ops=[ast.Eq() | ast.In() | ast.Is()], comparators=[right]):
             loop_names = _loop_names(ctx)
             used = _names(left) | _names(right)
@@ -42,6 +46,76 @@ def runs_once_per_period(test: ast.expr, ctx: Context) -> bool:
         case ast.Call(func=func):
             return _occasional(func)
     return False
+
+
+def exits_unless_periodic(statement: ast.stmt, ctx: Context) -> bool:
+    """`if batch_idx > 0: return`, `if step % 100 != 0: continue`: what follows in the block
+    runs only where the test is false, and that happens once per period."""
+    if not isinstance(statement, ast.If) or statement.orelse or not statement.body:
+        return False
+    if not isinstance(statement.body[-1], ast.Return | ast.Continue | ast.Break):
+        return False
+    return _periodic(negated(statement.test), ctx)
+
+
+def _periodic(test: ast.expr, ctx: Context) -> bool:
+    """`runs_once_per_period` read from the test's form alone (a modulo, a step's index at
+    one value, a loop's own name at one value), not from names that sound occasional: where
+    `if not valid: return` falls through is the usual case, whatever its names say."""
+    match test:
+        case ast.BoolOp(op=ast.And(), values=values):
+            return any(_periodic(v, ctx) for v in values)
+        case ast.BoolOp(op=ast.Or(), values=values):
+            return all(_periodic(v, ctx) for v in values)
+        case ast.Compare(left=left, ops=[op], comparators=[right]) if _first_steps(left, op, right):
+            return True
+        case _ if _has_modulo(test):
+            return runs_once_per_period(test, ctx)
+        case ast.Compare(left=left, ops=[ast.Eq()], comparators=[right]):
+            return bool((_names(left) | _names(right)) & _loop_names(ctx))
+    return False
+
+
+def negated(test: ast.expr) -> ast.expr:
+    """The test that holds where ``test`` does not, with `not` pushed inwards (De Morgan,
+    comparisons turned round), so that the forms `_periodic` reads show through."""
+    match test:
+        case ast.UnaryOp(op=ast.Not(), operand=operand):
+            return operand
+        case ast.BoolOp(op=op, values=values):
+            other: ast.boolop = ast.Or() if isinstance(op, ast.And) else ast.And()
+            return ast.BoolOp(op=other, values=[negated(v) for v in values])
+        case ast.Compare(left=left, ops=[op], comparators=[right]) if type(op) in _OPPOSITES:
+            return ast.Compare(left=left, ops=[_OPPOSITES[type(op)]()], comparators=[right])
+    return ast.UnaryOp(op=ast.Not(), operand=test)
+
+
+_OPPOSITES: dict[type[ast.cmpop], type[ast.cmpop]] = {
+    ast.Eq: ast.NotEq,
+    ast.NotEq: ast.Eq,
+    ast.Lt: ast.GtE,
+    ast.GtE: ast.Lt,
+    ast.Gt: ast.LtE,
+    ast.LtE: ast.Gt,
+    ast.In: ast.NotIn,
+    ast.NotIn: ast.In,
+    ast.Is: ast.IsNot,
+    ast.IsNot: ast.Is,
+}
+
+
+def _first_steps(left: ast.expr, op: ast.cmpop, right: ast.expr) -> bool:
+    """`batch_idx == 0`, `step == 10`, `batch_idx < 1`: a step's index at one value (or
+    below 1), true on one step of an epoch or a run."""
+    if not (isinstance(right, ast.Constant) and type(right.value) is int):
+        return False
+    if not isinstance(op, ast.Eq) and right.value > (0 if isinstance(op, ast.LtE) else 1):
+        return False
+    return bool(_STEP_INDEX.match(simple_name(left)))
+
+
+# names of a step's index: Lightning's `batch_idx` (`batch_nb` in older code), a counter
+_STEP_INDEX = re.compile(r"^(batch_?(idx|id|index|nb|num)|(global_)?step|iteration)$", re.I)
 
 
 def leaves_loop(body: list[ast.stmt]) -> bool:

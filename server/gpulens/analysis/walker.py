@@ -23,6 +23,7 @@ from gpulens.analysis.definitions import CONSTRUCTORS, Definitions, flat_stateme
 from gpulens.analysis.function_results import CallSites, FunctionResultsMixin, Recording
 from gpulens.analysis.guards import (
     device_test,
+    exits_unless_periodic,
     falls_through,
     is_few,
     leaves_loop,
@@ -60,7 +61,7 @@ from gpulens.analysis.symbols import (
     names_in,
     simple_name,
 )
-from gpulens.analysis.training import one_training_step
+from gpulens.analysis.training import backward_losses, one_training_step
 from gpulens.analysis.values import Evaluator, element_of
 
 if TYPE_CHECKING:
@@ -153,6 +154,8 @@ class _Walker(FunctionResultsMixin):
         self._file_key: tuple[object, ...] | None = None
         self._shared_key: tuple[tuple[object, ...], tuple[object, ...]] | None = None
         self._texts: dict[int, str] = {}  # id of a function (alive for the walk) -> its source
+        # the lambdas whose bodies a hot call ran (each reported once, whoever calls it)
+        self._lambdas_run: set[int] = set()
         # where the file's calls into the other modules of its project go, and what those
         # modules pass its functions: a call from another file counts as one from this one
         self.links = links
@@ -338,7 +341,7 @@ class _Walker(FunctionResultsMixin):
         device data, and whether that they do is a guess."""
         framework = self.evaluator.step_classes.get(scope.name) if scope.kind == "class" else None
         if framework is None:
-            return None
+            return _step_by_signature(function) if scope.kind == "class" else None
         wanted = fw.STEP_METHODS[framework].get(function.name)
         if wanted is None:
             return None
@@ -462,6 +465,12 @@ class _Walker(FunctionResultsMixin):
         for name in _cpu_by_default(function):
             if scope.bindings.get(name) is None:
                 scope.bind(name, Value(Kind.HOST))  # `device="cpu"`: no GPU by its name
+        for name, default in _lambda_defaults(function):
+            # `output_transform=lambda x, y, y_pred, loss: loss.item()`: a call of the
+            # parameter runs the default for every caller that passes none
+            scope.bind(name + _DEFAULT, Value(Kind.FUNCTION, origin=default))
+            if scope.bindings.get(name) is None:
+                scope.bind(name, Value(Kind.FUNCTION, origin=default))
         handler = self.engine_handler(function)
         registered = sites is not None and sites.hot_call == _engine_call(function.name)
         if (handler or registered) and positional:
@@ -552,10 +561,20 @@ class _Walker(FunctionResultsMixin):
 
     def block(self, body: list[ast.stmt]) -> None:
         ctx = self.ctx
-        for index, statement in enumerate(body):
-            ctx.statement = statement
-            ctx.statements = (body, index)
-            self.statement(statement)
+        # `if step % 100 != 0: return`: the rest of the block runs once per period
+        guarded: Loop | None = None
+        try:
+            for index, statement in enumerate(body):
+                ctx.statement = statement
+                ctx.statements = (body, index)
+                self.statement(statement)
+                loop = ctx.loop
+                if loop is not None and not loop.guarded and exits_unless_periodic(statement, ctx):
+                    guarded = loop
+                    loop.guarded = True
+        finally:
+            if guarded is not None:
+                guarded.guarded = False
 
     def statement(self, node: ast.stmt) -> None:
         for check in CHECKS.get(type(node), ()):
@@ -918,6 +937,8 @@ class _Walker(FunctionResultsMixin):
                 self.asks_device(node)
                 if self.mapped_lambda(node):
                     return
+                if self.called_lambda(node):
+                    return
         for field_name in _EXPRESSION_FIELDS[type(node)]:
             child = getattr(node, field_name)
             if isinstance(child, list):
@@ -1012,6 +1033,62 @@ class _Walker(FunctionResultsMixin):
             evaluator.scope = outer
             evaluator.invalidate()
         return True
+
+    def called_lambda(self, call: ast.Call) -> bool:
+        """`output_transform(x, y, y_pred, loss)` where the name holds a lambda (a
+        parameter's default): its body runs here, on what the call hands it. The loss a
+        training step runs its backward pass on is a tensor on the model's device, which
+        the file may not show; and the caller may pass another function: what the body reads
+        is a hint. False when ``call`` is no such call."""
+        run = _lambdas_held(self.evaluator, call.func)
+        if not run:
+            return False
+        self.ctx.definitions_read(list(run))  # bodies of elsewhere in the file: no memo
+        for argument in (call.func, *call.args, *(k.value for k in call.keywords)):
+            self.expression(argument)
+        loop = self.ctx.hot_loop
+        if loop is None:
+            return True  # run once, or as often as a caller the file does not show
+        for function in run:
+            if id(function) not in self._lambdas_run:
+                self._lambdas_run.add(id(function))
+                self.run_lambda(function, call, loop)
+        return True
+
+    def run_lambda(self, function: ast.Lambda, call: ast.Call, loop: Loop) -> None:
+        """Walk a lambda's body as ``call`` in ``loop`` runs it."""
+        losses: frozenset[str] = frozenset()
+        if loop.backward:
+            if loop.losses is None:
+                loop.losses = backward_losses(loop.node)
+            losses = loop.losses
+        handed: dict[str, Value | None] = {}
+        parameters = [a.arg for a in (*function.args.posonlyargs, *function.args.args)]
+        for parameter, argument in zip(parameters, call.args, strict=False):
+            handed[parameter] = self.handed_value(argument, losses)
+        for named in call.keywords:
+            if named.arg in parameters:
+                handed[named.arg] = self.handed_value(named.value, losses)
+        evaluator = self.evaluator
+        outer, likely = evaluator.scope, self.ctx.likely
+        evaluator.scope = Scope("function", "<lambda>", outer)
+        for parameter in (*parameters, *(a.arg for a in function.args.kwonlyargs)):
+            evaluator.scope.bind(parameter, handed.get(parameter))
+        evaluator.invalidate()
+        self.ctx.likely = True
+        try:
+            self.expression(function.body)
+        finally:
+            evaluator.scope, self.ctx.likely = outer, likely
+            evaluator.invalidate()
+
+    def handed_value(self, argument: ast.expr, losses: frozenset[str]) -> Value | None:
+        """What a call hands a lambda: the argument's value, or, for the loss the step runs
+        its backward pass on (or an expression of it), a tensor on the model's device."""
+        value = self.evaluator.value(argument)
+        if value is None and names_in(argument) & losses:
+            return Value(Kind.GPU, exact=True, guessed=True)
+        return value
 
     # -- bindings -----------------------------------------------------------------------
 
@@ -1398,9 +1475,9 @@ class _Walker(FunctionResultsMixin):
                     return []
         callee = evaluator.value(func)
         if callee is not None:
-            if callee.kind is Kind.FUNCTION and callee.origin is not None:
+            if callee.kind is Kind.FUNCTION and isinstance(callee.origin, Function):
                 owner = definitions.owner.get(id(callee.origin))
-                name = callee.origin.name  # type: ignore[attr-defined]
+                name = callee.origin.name
                 return [f"{owner}.{name}" if owner else name]
             if callee.kind is Kind.CLASS and isinstance(callee.origin, ast.ClassDef):
                 return _method_key(definitions, callee.origin.name, "__init__")
@@ -1837,6 +1914,33 @@ def _defaults(function: Function) -> list[tuple[ast.arg, ast.expr | None]]:
     ]
 
 
+# after a parameter's name: the key its default lambda is bound under (no name ends so)
+_DEFAULT = "="
+
+
+def _lambdas_held(evaluator: Evaluator, func: ast.expr) -> list[ast.Lambda]:
+    """The lambdas a call of ``func`` may run: the one its name holds, and the default of
+    the parameter of that name (which runs for callers that pass none)."""
+    if not isinstance(func, ast.Name):
+        return []
+    held: list[ast.Lambda] = []
+    for name in (func.id, func.id + _DEFAULT):
+        value = evaluator.scope.lookup(name)
+        origin = value.origin if value is not None else None
+        if isinstance(origin, ast.Lambda) and origin not in held:
+            held.append(origin)
+    return held
+
+
+def _lambda_defaults(function: Function) -> list[tuple[str, ast.Lambda]]:
+    """The parameters whose default is a lambda (`output_transform=lambda out: out`)."""
+    return [
+        (argument.arg, default)
+        for argument, default in _defaults(function)
+        if isinstance(default, ast.Lambda)
+    ]
+
+
 def _stored_cpu_devices(cls: ast.ClassDef) -> list[str]:
     """`self.device` / `self._device` where the class's `__init__` takes a device that
     defaults to the CPU and hands it on (to the base class that stores it) without setting
@@ -1904,6 +2008,19 @@ def _step_framework(
     framework = fw.STEP_CLASSES.get(last)
     home = fw.STEP_CLASS_HOMES.get(framework or "")
     return None if home is not None and not qualified.startswith(home) else framework
+
+
+def _step_by_signature(function: Function) -> tuple[str, list[str], bool] | None:
+    """A method with Lightning's step signature (`training_step(self, batch, batch_idx)`) in
+    a class not known to be a LightningModule: a mixin of one, or an object its step hands
+    the batch to (`self.task.training_step(batch, batch_idx)`). Lightning runs it once per
+    batch, on the model's device, which the file does not show: a guess."""
+    if function.name not in fw.LIGHTNING_STEPS:
+        return None
+    parameters = [a.arg for a in (*function.args.posonlyargs, *function.args.args)][1:]
+    if parameters[: len(fw.LIGHTNING_STEP_SIGNATURE)] != list(fw.LIGHTNING_STEP_SIGNATURE):
+        return None
+    return f"the loop that runs {function.name}() once per batch", parameters[:1], True
 
 
 def _imports_all(node: ast.Import | ast.ImportFrom) -> bool:

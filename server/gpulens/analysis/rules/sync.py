@@ -613,8 +613,9 @@ def _tested_before(mask: ast.expr, node: ast.expr, ctx: Context, *, loose: bool 
 
 
 def _bindings(function: ast.AST, name: str) -> list[ast.expr | None]:
-    """What each binding of ``name`` in a function assigns: the value of each `name = value`,
-    None for any other (a parameter, a loop target, an unpacking, `name += …`)."""
+    """What each binding of ``name`` in a function assigns: the value of each `name = value`
+    (or `name: T = value`), None for any other (a parameter, a loop target, an unpacking,
+    `name += …`)."""
     found: list[ast.expr | None] = []
     plain: set[int] = set()
     arguments = getattr(function, "args", None)
@@ -629,6 +630,14 @@ def _bindings(function: ast.AST, name: str) -> list[ast.expr | None]:
                 if isinstance(target, ast.Name) and target.id == name:
                     plain.add(id(target))
                     found.append(node.value)
+        elif (
+            isinstance(node, ast.AnnAssign)
+            and node.value is not None
+            and isinstance(node.target, ast.Name)
+            and node.target.id == name
+        ):
+            plain.add(id(node.target))
+            found.append(node.value)
     for node in nodes:
         if (
             isinstance(node, ast.Name)
