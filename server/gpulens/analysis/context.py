@@ -33,6 +33,9 @@ class Loop:
     iterates: Value | None  # what it iterates: a loader, a GPU array, …
     # inside a periodic guard (`if step % 100 == 0`) or a branch that leaves the loop
     guarded: bool = False
+    # the branch that guards it returns from the function the loop stands for (a helper
+    # run per step): one path of each call, whose calls still run per call
+    returning: bool = False
     called_from: str | None = None  # "the loop that calls train_step()"
     statement: ast.stmt | None = None  # the loop statement (None for comprehensions)
     # the statement list holding the loop statement, and its index there
@@ -224,6 +227,13 @@ class Context:
         """The innermost loop when the current node runs on every one of its iterations."""
         loop = self.loop
         return None if loop is None or loop.guarded or loop.per_epoch else loop
+
+    @property
+    def returning_loop(self) -> Loop | None:
+        """The innermost loop, a function run per call of a loop, when the current node is
+        in a branch that returns from it: the calls there run once per call."""
+        loop = self.loop
+        return loop if loop is not None and loop.returning and not loop.per_epoch else None
 
     def loop_binding(self, node: ast.AST) -> Loop | None:
         """The innermost hot loop whose per-iteration names ``node`` uses."""

@@ -90,13 +90,15 @@ def merge(a: Value | None, b: Value | None) -> Value | None:
 class Scope:
     """The names of one function (or the module, or a class body) and their values."""
 
-    __slots__ = ("bindings", "kind", "name", "parent", "state")
+    __slots__ = ("bindings", "kind", "name", "parameters", "parent", "state")
 
     def __init__(self, kind: str, name: str, parent: Scope | None = None) -> None:
         self.kind = kind  # module | function | class | comprehension
         self.name = name
         self.parent = parent
         self.bindings: dict[str, Value | None] = {}
+        # a function's parameters: what its callers hand it, functions included
+        self.parameters: frozenset[str] = frozenset()
         # what rules keep per function while it is walked (e.g. an open timing interval)
         self.state: dict[str, object] = {}
 
@@ -117,6 +119,13 @@ class Scope:
             ):
                 scope = scope.parent
         return None
+
+    def handed(self, name: str) -> bool:
+        """Whether ``name`` is a parameter of the innermost function around this scope."""
+        scope: Scope | None = self
+        while scope is not None and scope.kind not in ("function", "module"):
+            scope = scope.parent
+        return scope is not None and name in scope.parameters
 
     def enclosing_class(self) -> Scope | None:
         """The scope of the class whose method (or a function nested in one) this is."""

@@ -293,7 +293,7 @@ class Evaluator:
                 # judged without the comprehension's names: what its items are moved to
                 if _moves_each_item(element, self):
                     return Value(Kind.GPU, exact=False)
-                return self._mapped_over_gpu(node, element)
+                return self._mapped_over_gpu(node, element) or self._computed_per_item(node)
         return None
 
     def _mapped_over_gpu(self, node: ast.expr, element: ast.expr) -> Value | None:
@@ -322,6 +322,40 @@ class Evaluator:
         if mapped is None or mapped.kind is not Kind.GPU:
             return None
         return replace(mapped, exact=False)
+
+    def _computed_per_item(self, node: ast.expr) -> Value | None:
+        """`[loss_func(est[:, p], targets) for p in perms]`: a function the code was handed
+        (a parameter), or an array library's, applied to GPU values each time: a list of
+        GPU values, as one such call gives one. Judged with the comprehension's names
+        unknown, so that a name outside it does not stand in for them; a method or a
+        function of another module (`tokenizer.decode(out[i])`) may make anything of them."""
+        match node:
+            case ast.ListComp(elt=ast.Call(func=func) as element, generators=[generator]):
+                pass
+            case _:
+                return None
+        if not self._handed_or_array_function(func):
+            return None
+        saved = self.scope, self._cache
+        self.scope = Scope("comprehension", "<comprehension>", self.scope)
+        for name in names_in(generator.target):
+            self.scope.bind(name, None)
+        self._cache = {}
+        try:
+            computed = self.value(element)
+        finally:
+            self.scope, self._cache = saved
+        if computed is None or computed.kind is not Kind.GPU:
+            return None
+        return replace(computed, exact=False)
+
+    def _handed_or_array_function(self, func: ast.expr) -> bool:
+        """A plain name of a function the function was handed (a parameter: nothing in the
+        file or its imports says what it is), or of an array library's function."""
+        qualified = self.imports.qualname(func)
+        if qualified is not None:
+            return qualified.split(".", 1)[0] in _ARRAY_LIBRARIES
+        return isinstance(func, ast.Name) and self.scope.handed(func.id)
 
     def _maps_array(self, node: ast.AST, name: str) -> bool:
         """Not a call, or one an array library makes (`F.normalize(z)`) or a method of what
@@ -1190,7 +1224,8 @@ class Evaluator:
         if isinstance(node, ast.List | ast.Tuple):
             return self._gpu_among(node.elts)
         if isinstance(node, ast.ListComp | ast.GeneratorExp):
-            return None  # judged where the comprehension is walked
+            # judged where the comprehension is walked; a handed function's results here
+            return self._computed_per_item(node)
         value = self.value(node)
         return value if value is not None and value.kind is Kind.GPU else None
 

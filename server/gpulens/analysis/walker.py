@@ -433,13 +433,18 @@ class _Walker(FunctionResultsMixin):
         ctx = self.ctx
         scope = Scope("function", function.name, enclosing)
         positional = [a.arg for a in (*function.args.posonlyargs, *function.args.args)]
+        scope.parameters = frozenset(positional) | {a.arg for a in function.args.kwonlyargs}
         if is_method and positional and not _is_static(function):
             positional = positional[1:]
         host = _host_annotated(function)
         for index, name in enumerate(positional):
             value = None
             if sites is not None and name not in host:
-                value = sites.arguments.get(index) or sites.arguments.get(name)
+                by_position, by_name = sites.arguments.get(index), sites.arguments.get(name)
+                # passed by position by some calls and by name by others: what both pass
+                value = by_name if by_position is None else by_position
+                if by_position is not None and by_name is not None:
+                    value = merge(by_position, by_name)
             scope.bind(name, value)
         for argument in (*function.args.kwonlyargs, function.args.vararg, function.args.kwarg):
             if argument is not None:
@@ -832,17 +837,19 @@ class _Walker(FunctionResultsMixin):
         finally:
             self.ctx.deciding_exit = False
         loop = self.ctx.loop
-        guard = (
-            loop is not None
-            and not loop.guarded
-            and (runs_once_per_period(node.test, self.ctx) or leaves_loop(node.body))
-        )
+        open_loop = loop is not None and not loop.guarded
+        periodic = open_loop and runs_once_per_period(node.test, self.ctx)
+        guard = periodic or (open_loop and leaves_loop(node.body))
+        # `if small: return self.exact(x)` in a function run per step: one of its paths,
+        # whose calls run per call (its reads stay judged as a way out)
+        ending = guard and not periodic and _ends_the_call(loop, node.body)
         before = self.evaluator.scope.snapshot()
         # `if x.device.type == "cpu":` … `else:` (or the other way round): the branch for
         # the CPU reads no GPU value, whatever the names hold
         on_gpu = device_test(node.test)
         if guard:
             loop.guarded = True  # type: ignore[union-attr]
+            loop.returning = ending  # type: ignore[union-attr]
         self.ctx.host_only += on_gpu is False
         # `if isinstance(a, list):`: in the branch, `a` is a list (of tensors, maybe), not
         # the one GPU array a caller passes on another path (a container of GPU values, a
@@ -870,7 +877,7 @@ class _Walker(FunctionResultsMixin):
             self.ctx.cuda_only -= cuda_only
             del self._mappings[len(self._mappings) - len(mappings) :]
             if guard:
-                loop.guarded = False  # type: ignore[union-attr]
+                loop.guarded = loop.returning = False  # type: ignore[union-attr]
         after_body = self.evaluator.scope.snapshot()
         self.restore(before)
         # `if not isinstance(loss, float): …`: on the path that skips it, a Python number
@@ -967,9 +974,10 @@ class _Walker(FunctionResultsMixin):
                     n.id for n in ast.walk(generator.target) if isinstance(n, ast.Name)
                 )
                 whole = _whole_items(generator.target, generator.iter, self.ctx.function)
-                self.ctx.loops.append(
-                    Loop(node, node.lineno - 1, targets, iterates, whole_items=whole)
-                )
+                loop = Loop(node, node.lineno - 1, targets, iterates, whole_items=whole)
+                # `[int(s.item()) for s in sizes]` after `dist.all_gather(sizes, size)`
+                loop.guarded = self.per_rank(generator.iter)
+                self.ctx.loops.append(loop)
                 pushed += 1
                 self.expressions(*generator.ifs)
             self.expressions(*results)
@@ -1366,7 +1374,7 @@ class _Walker(FunctionResultsMixin):
                 arguments.append((named.arg, self.evaluator.value(named.value)))
         if foreign:
             arguments = [(k, portable(v)) for k, v in arguments]
-        loop = self.ctx.hot_loop
+        loop = self.ctx.hot_loop or self.ctx.returning_loop
         # handed the item of a loop over the samples of some data (`f(x[i])` in `for i in
         # range(n)`): the callee runs per item, loops of its own or not
         per_item = (
@@ -1507,6 +1515,8 @@ class _Walker(FunctionResultsMixin):
                 held = evaluator.value(receiver)
                 if held is not None and held.kind is Kind.INSTANCE and held.origin is not None:
                     return _method_key(definitions, held.origin.name, attr)  # type: ignore[attr-defined]
+                if held is not None and held.kind is Kind.CLASS:
+                    return _class_level_key(definitions, held.origin, attr)
                 if held is not None or self.ctx.qualname(receiver):
                     return []  # a library's object or module
                 if self._made_by_import(receiver):
@@ -2091,6 +2101,31 @@ def _same_list(value: ast.expr, name: str, found: set[str], evaluator: Evaluator
 def _method_key(definitions: Definitions, cls: str, name: str) -> list[str]:
     resolved = definitions.method(cls, name)
     return [f"{resolved[0]}.{name}"] if resolved is not None else []
+
+
+def _ends_the_call(loop: Loop | None, body: list[ast.stmt]) -> bool:
+    """A branch that returns from a function whose every call is one pass of the loop
+    around it (a step's helper): it runs once per call like the rest of the body, one of
+    its paths, not once on the way out of a loop."""
+    return (
+        loop is not None
+        and isinstance(loop.node, ast.FunctionDef | ast.AsyncFunctionDef)
+        and isinstance(body[-1], ast.Return)
+    )
+
+
+def _class_level_key(definitions: Definitions, cls: ast.AST | None, name: str) -> list[str]:
+    """`Wrapper.find_best(losses)`: a static or class method called on its class of the
+    file gets its arguments as a call on an instance would; a plain method called so takes
+    the instance first (`Base.step(self, x)`), which the positions here do not know."""
+    if not isinstance(cls, ast.ClassDef):
+        return []
+    resolved = definitions.method(cls.name, name)
+    if resolved is None or not any(
+        simple_name(d) in ("staticmethod", "classmethod") for d in resolved[1].decorator_list
+    ):
+        return []
+    return [f"{resolved[0]}.{name}"]
 
 
 def _compiled(function: Function) -> bool:
