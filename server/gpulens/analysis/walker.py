@@ -1088,11 +1088,15 @@ class _Walker(FunctionResultsMixin):
 
     def backward_by_helper(self, loop: ast.For | ast.AsyncFor | ast.While) -> bool:
         """The loop hands a value to a function of the file (`run_backward(loss)`) or a
-        method of its own class (`self._backward(loss)`) whose body runs a backward pass:
-        a training loop whose step a subclass or plugin may override."""
+        method of its own class (`self._backward(loss)`) named for the backward pass, whose
+        body runs one: a training loop whose step a subclass or plugin may override. (Only
+        helpers so named are read: their names are in the loop's text, so a loop that calls
+        none reads no other body, and its function's walk can still be remembered.)"""
         helpers: list[Function] = []
         for call in ast.walk(loop):
             if not isinstance(call, ast.Call) or not call.args:
+                continue
+            if "backward" not in simple_name(call.func).lower():
                 continue
             if not isinstance(call.func, ast.Name | ast.Attribute):
                 continue

@@ -3,8 +3,9 @@ method that subclasses or plugins may override, whose body is `loss.backward()`)
 training loop all the same: the loss it reads each step (`total += loss.item()`) is an
 autograd tensor on the model's device, and reading it waits for the step's kernels. The
 file does not show that device (the model is handed in), so the read is a hint, as it is
-where the loop calls `loss.backward()` itself. A helper that only logs or counts, and a
-loop that calls no helper with a backward pass, say nothing."""
+where the loop calls `loss.backward()` itself. Only a helper named for the backward pass is
+read; one so named that only logs or counts, and a loop that calls no such helper, say
+nothing."""
 
 import torch
 
@@ -23,6 +24,9 @@ class Trainer:
         self.seen += 1
         return loss
 
+    def _after_backward(self, loss):
+        self.seen += 1
+
     def train_epoch(self, loader):
         running = 0.0
         for batch in loader:
@@ -39,6 +43,7 @@ class Trainer:
             for batch in loader:
                 loss = self.model.forward_loss(batch)
                 total += self._count(loss).item()  # must not: GPU001
+                self._after_backward(loss)
         return total
 
 
