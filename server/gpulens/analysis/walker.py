@@ -1219,7 +1219,45 @@ class _Walker(FunctionResultsMixin):
         )
         # the text is quicker to search than the tree
         text = "".join(self.ctx.source.lines[loop.lineno - 1 : loop.end_lineno])
-        return per_epoch, bool(_TRAINS.search(text)), bool(_BACKWARD.search(text))
+        backward = bool(_BACKWARD.search(text)) or self.backward_by_helper(loop)
+        return per_epoch, backward or bool(_TRAINS.search(text)), backward
+
+    def backward_by_helper(self, loop: ast.For | ast.AsyncFor | ast.While) -> bool:
+        """The loop hands a value to a function of the file (`run_backward(loss)`) or a
+        method of its own class (`self._backward(loss)`) named for the backward pass, whose
+        body runs one: a training loop whose step a subclass or plugin may override. (Only
+        helpers so named are read: their names are in the loop's text, so a loop that calls
+        none reads no other body, and its function's walk can still be remembered.)"""
+        helpers: list[Function] = []
+        for call in ast.walk(loop):
+            if not isinstance(call, ast.Call) or not call.args:
+                continue
+            if "backward" not in simple_name(call.func).lower():
+                continue
+            if not isinstance(call.func, ast.Name | ast.Attribute):
+                continue
+            if isinstance(call.func, ast.Attribute) and simple_name(call.func.value) != "self":
+                continue
+            callee = self.evaluator.scope.lookup(dotted_name(call.func) or "")
+            if (
+                callee is not None
+                and callee.kind is Kind.FUNCTION
+                and isinstance(callee.origin, ast.FunctionDef | ast.AsyncFunctionDef)
+            ):
+                helpers.append(callee.origin)
+        if not helpers:
+            return False
+        function = self.ctx.function
+        outside = [
+            helper
+            for helper in helpers
+            if function is None
+            or not function.lineno <= helper.lineno <= (function.end_lineno or function.lineno)
+        ]
+        if outside:
+            # bodies beyond the one walked decide: its result cannot be remembered
+            self.ctx.definitions_read(list(outside))
+        return any(_BACKWARD.search(self.text_of(helper)) for helper in helpers)
 
     def iterated(self, node: ast.expr) -> Value | None:
         """What a loop iterates: a loader, a GPU array, or (None) something else."""

@@ -58,8 +58,10 @@ def check_cpu_then_moved(node: ast.Call, ctx: Context) -> None:
     if device is None:
         return
     source = func.value
-    if isinstance(source, ast.Call):
+    if isinstance(source, ast.Call | ast.Subscript):
         factory, steps = _under_host_steps(source, ctx)
+        if factory is None:
+            return
         if not is_cpu_factory(factory, ctx):
             _report_constant(node, factory, ctx)
             return
@@ -329,19 +331,48 @@ def _host_made_in(init: ast.AST, attribute: str) -> bool:
     )
 
 
-def _under_host_steps(call: ast.Call, ctx: Context) -> tuple[ast.Call, frozenset[str]]:
+def _under_host_steps(
+    node: ast.Call | ast.Subscript, ctx: Context
+) -> tuple[ast.Call | None, frozenset[str]]:
     """The call a chain of host steps starts from, and the steps' names: `torch.ones(n)` of
     `torch.ones(n).float()`, `torch.arange(n).type(dtype)`, `torch.arange(t).unsqueeze(0)
-    .repeat(b, 1)`, `torch.zeros(1, n).fill_(s)`. Casts, reshapes and fills compute the same
-    values on either side of the copy (fills that draw random numbers, from another
-    generator)."""
+    .repeat(b, 1)`, `torch.zeros(1, n).fill_(s)`, `torch.zeros(shape)[:, None]`. Casts,
+    reshapes, views and fills compute the same values on either side of the copy (fills
+    that draw random numbers, from another generator). None when the chain starts from
+    no call (an index into a name, a pick by values)."""
     steps: set[str] = set()
-    while isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Call):
-        if not _is_host_step(call, ctx):
+    current: ast.expr = node
+    while True:
+        if isinstance(current, ast.Subscript):
+            if not _is_view(current.slice, ctx):
+                return None, frozenset()
+            current = current.value
+        elif (
+            isinstance(current, ast.Call)
+            and isinstance(current.func, ast.Attribute)
+            and isinstance(current.func.value, ast.Call | ast.Subscript)
+            and _is_host_step(current, ctx)
+        ):
+            steps.add(current.func.attr)
+            current = current.func.value
+        else:
             break
-        steps.add(call.func.attr)
-        call = call.func.value
-    return call, frozenset(steps)
+    return (current if isinstance(current, ast.Call) else None), frozenset(steps)
+
+
+def _is_view(index: ast.expr, ctx: Context) -> bool:
+    """An index that only reshapes or narrows (`[:, :, None]`, `[..., 0]`, `[:n]`), the
+    same on either device; not a pick by an index or a mask."""
+    if isinstance(index, ast.Tuple):
+        return all(_is_view(element, ctx) for element in index.elts)
+    if isinstance(index, ast.Slice):
+        bounds = (index.lower, index.upper, index.step)
+        return not any(b is not None and ctx.on_gpu(b) for b in bounds)
+    if isinstance(index, ast.UnaryOp) and isinstance(index.op, ast.USub):
+        index = index.operand  # `[-1]`
+    return isinstance(index, ast.Constant) and (
+        index.value is None or index.value is Ellipsis or type(index.value) is int
+    )
 
 
 def _is_host_step(call: ast.Call, ctx: Context) -> bool:
