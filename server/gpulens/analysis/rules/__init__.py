@@ -5,6 +5,7 @@ from gpulens.analysis.rules import (  # noqa: F401  (each module registers its r
     data,
     devices,
     factories,
+    forwards,
     loops,
     precision,
     round_trips,

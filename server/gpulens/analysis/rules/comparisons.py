@@ -2,11 +2,10 @@
 `torch.allclose(a, b)`, `torch.eq(a, b).all()` tested by an `if`. The comparison runs on the
 device and the host waits for its answer.
 
-In a loop over GPU values the wait is per iteration, as for any read. In a module's `forward`
-(or `__call__`, or a method of its class that the forward calls) the test runs on every call,
-on the inputs: kernels and attention layers compare their two inputs to spot the symmetric
-case on every forward. The file rarely shows where the inputs are (a library's module runs on
-whatever its user hands it), so there the finding is a hint.
+In a loop over GPU values the wait is per iteration, as for any read. In a module's forward
+(`forwards`) the test runs on every call, on the inputs: kernels and attention layers compare
+their two inputs to spot the symmetric case on every forward. The file rarely shows where the
+inputs are (a library's module runs on whatever its user hands it), so there it is a hint.
 """
 
 from __future__ import annotations
@@ -14,17 +13,13 @@ from __future__ import annotations
 import ast
 
 from gpulens.analysis import frameworks as fw
-from gpulens.analysis.context import Context, Loop
-from gpulens.analysis.definitions import Function
+from gpulens.analysis.context import Context
 from gpulens.analysis.guards import leaves_loop
 from gpulens.analysis.rules.common import shown
+from gpulens.analysis.rules.forwards import report_per_call
 from gpulens.analysis.rules.registry import checks
 from gpulens.analysis.rules.sync import report_sync
-from gpulens.analysis.symbols import Kind, Value
-from gpulens.analysis.values import is_host_expression
 
-# the methods a module's user calls once per step: the forward and what wraps it
-_ENTRIES = ("forward", "__call__")
 _LOOP_ADVICE = (
     ". Keep the comparison on the device and read it once after the loop (or every N steps); "
     "where the same tensor is meant, test identity (`a is b`)."
@@ -53,7 +48,7 @@ def check_compared_whole(node: ast.Call, ctx: Context) -> None:
         finally:
             ctx.deciding_exit = saved
         return
-    _report_per_call(node, what, node.args, ctx)
+    report_per_call(node, what, node.args, ctx, advice=_FORWARD_ADVICE)
 
 
 @checks(ast.If, ast.IfExp)
@@ -68,108 +63,7 @@ def check_equality_tested(node: ast.If | ast.IfExp, ctx: Context) -> None:
             f"Using `{shown(ctx, operand)}` as a Python bool copies the comparison to the host "
             "and waits for all queued GPU work"
         )
-        _report_per_call(operand, what, compared, ctx)
-
-
-def _report_per_call(node: ast.expr, what: str, compared: list[ast.expr], ctx: Context) -> None:
-    """A hint where ``node`` runs on every call of a module's forward and compares values
-    that may be on the GPU (none known to be on the host)."""
-    entry = _runs_per_forward(ctx)
-    function = ctx.function
-    if entry is None or function is None or not _may_be_on_gpu(compared, ctx):
-        return
-    loop = Loop(function, function.lineno - 1, frozenset(), None, called_from=entry)
-    report_sync(
-        node,
-        what,
-        loop,
-        ctx,
-        advice=_FORWARD_ADVICE,
-        subject=Value(Kind.GPU, guessed=True),
-        unsure="as the inputs of a module run there are (the file does not place them)",
-    )
-
-
-def _runs_per_forward(ctx: Context) -> str | None:
-    """How messages name the loop that runs the current method: a class's `forward` or
-    `__call__`, or a method of the class one of them calls on `self`. None elsewhere."""
-    function = ctx.function
-    if function is None:
-        return None
-    definitions = ctx.evaluator.definitions
-    owner = definitions.owner.get(id(function))
-    if owner is None:
-        return None
-    if _entry(function):
-        return f"the loop that calls {owner}.{function.name}() once per step"
-    methods = definitions.methods.get(owner, {})
-    for name in _ENTRIES:
-        entry = methods.get(name)
-        if entry is not None and _entry(entry) and function.name in _self_calls(entry):
-            return (
-                f"the loop that calls {owner}.{name}() (which calls {function.name}()) once per "
-                "step"
-            )
-    return None
-
-
-def _entry(function: Function) -> bool:
-    """A module's forward, or a `__call__` that wraps its base's (`super().__call__(...)`,
-    which runs the forward): a `__call__` of its own is any object's entry (a pipeline's,
-    run once per generation)."""
-    if function.name == "forward":
-        return True
-    return function.name == "__call__" and any(
-        isinstance(call, ast.Call)
-        and isinstance(call.func, ast.Attribute)
-        and call.func.attr == "__call__"
-        and isinstance(call.func.value, ast.Call)
-        and isinstance(call.func.value.func, ast.Name)
-        and call.func.value.func.id == "super"
-        for call in ast.walk(function)
-    )
-
-
-def _decides_exit(node: ast.expr, ctx: Context) -> bool:
-    """The test of an `assert`, or of an `if` whose body leaves the loop: the program
-    needs the answer there (as the truth-test check reads it)."""
-    match ctx.statement:
-        case ast.Assert(test=test):
-            return _within(node, test)
-        case ast.If(test=test, body=body):
-            return _within(node, test) and leaves_loop(body)
-    return False
-
-
-def _within(node: ast.expr, tree: ast.expr) -> bool:
-    return any(inner is node for inner in ast.walk(tree))
-
-
-def _self_calls(function: Function) -> set[str]:
-    """The names of the methods a function calls on its first parameter (`self.m(...)`)."""
-    if not function.args.args:
-        return set()
-    this = function.args.args[0].arg
-    return {
-        call.func.attr
-        for call in ast.walk(function)
-        if isinstance(call, ast.Call)
-        and isinstance(call.func, ast.Attribute)
-        and isinstance(call.func.value, ast.Name)
-        and call.func.value.id == this
-    }
-
-
-def _may_be_on_gpu(compared: list[ast.expr], ctx: Context) -> bool:
-    """Some value compared is not known to be on the host (a tensor the file made there, a
-    number, a constant)."""
-    for value in compared:
-        if isinstance(value, ast.Constant) or is_host_expression(value):
-            continue
-        held = ctx.value(value)
-        if held is None or held.on_gpu:
-            return True
-    return False
+        report_per_call(operand, what, compared, ctx, advice=_FORWARD_ADVICE)
 
 
 def _tested(test: ast.expr) -> list[ast.expr]:
@@ -200,3 +94,18 @@ def _all_equal(node: ast.expr, ctx: Context) -> list[ast.expr] | None:
     ):
         return list(inner.args)
     return None
+
+
+def _decides_exit(node: ast.expr, ctx: Context) -> bool:
+    """The test of an `assert`, or of an `if` whose body leaves the loop: the program
+    needs the answer there (as the truth-test check reads it)."""
+    match ctx.statement:
+        case ast.Assert(test=test):
+            return _within(node, test)
+        case ast.If(test=test, body=body):
+            return _within(node, test) and leaves_loop(body)
+    return False
+
+
+def _within(node: ast.expr, tree: ast.expr) -> bool:
+    return any(inner is node for inner in ast.walk(tree))

@@ -51,10 +51,12 @@ wait each, and the result copied back; `torch.stack`, `torch.cat` or `x.view(1)`
 the device.
 
 `torch.equal(a, b)` and `torch.allclose(a, b)` compare on the device and hand back a Python
-bool: the call itself waits. In a module's `forward` (and what it calls on `self`) the
-comparison runs on every call, on the inputs (a kernel checking whether `x1` and `x2` are the
-same points): a hint, as the file rarely shows where they are. `x1 is x2`, or a flag the
-caller passes, costs nothing.
+bool: the call itself waits. A module's `forward` (and what it calls on `self`) runs once per
+step of whoever trains it: a comparison of its inputs there (a kernel checking whether `x1`
+and `x2` are the same points) or a read of a flag kept in a buffer (`self.initialized.item()`)
+waits on every call. Where the file does not show the device (a library's module runs on what
+its user hands it) that is a hint. `x1 is x2`, a flag the caller passes, or a Python
+attribute costs nothing.
 
 Sorting or picking by a key that is a GPU value (`sorted(hyps, key=lambda h: h.score)`,
 `max(...)`, `min(...)`, `list.sort`) compares the keys on the host: every comparison copies
@@ -295,7 +297,7 @@ def check_sync_call(node: ast.Call, ctx: Context) -> None:
             and func.attr in ("item", "tolist")
             and not node.args
             and (loop.backward or loop.hook)
-            and _may_be_tensor(func.value, ctx)
+            and may_be_tensor(func.value, ctx)
         ):
             # a loop that runs a backward pass computes autograd tensors on the model's
             # device, and a framework's step hook computes on the data it is handed there: a
@@ -676,7 +678,7 @@ def _backward_loss(node: ast.Call, loop: Loop, ctx: Context) -> bool:
     return node.args[0].id in loop.losses
 
 
-def _may_be_tensor(node: ast.expr, ctx: Context) -> bool:
+def may_be_tensor(node: ast.expr, ctx: Context) -> bool:
     """Not a host value whatever its names hold (`len(x)`, `x.shape[0]`), nor the result
     of a NumPy or Python function, nor a model."""
     if is_host_expression(node):
