@@ -6,7 +6,11 @@ The file of a library's module never shows the device (its user decides), so thi
 The forward is `forward`, a `__call__` that wraps the module call (`super().__call__(...)`,
 `Base.__call__(self, ...)`, `self.forward(...)`), or a method of the class one of them calls.
 A constructor's read, a `__call__` of its own (an entry run once per generation), a method
-the forward does not call, and host values (`len(x)`, NumPy results) are no such cost."""
+the forward does not call, and host values (`len(x)`, NumPy results) are no such cost.
+
+The same holds for a function a loop calls once per step that runs the backward pass itself:
+its loss is an autograd tensor on the model's device, whatever the file shows of that device
+(a hint, as a loop that runs the backward pass in its own body already says)."""
 
 import numpy as np
 import torch
@@ -46,3 +50,22 @@ class Sampler:
         # an entry of its own: once per generation
         top = latents.abs().max().item()  # must not: GPU001
         return latents / top
+
+
+
+class TrainingLoop:
+    def _forward_pass(self, batch, start, stop):
+        loss = self.process_batch(batch, start, stop)
+        loss.backward()
+        return loss.item()  # hint: GPU001
+
+    def _summary(self, batch):
+        return self.process_batch(batch, 0, 1).item()  # must not: GPU001
+
+    def train_epoch(self, batches, sub_batch):
+        total = 0.0
+        for batch in batches:
+            for start in range(0, len(batch), sub_batch):
+                total += self._forward_pass(batch, start, start + sub_batch)
+            self.optimizer.step()
+        return total
