@@ -169,6 +169,9 @@ ARRAY_ATTRIBUTES = frozenset(["T", "mT", "H", "mH", "data", "grad", "real", "ima
 # methods that return nothing useful (or the receiver changed in place)
 EFFECT_METHODS = frozenset(["backward", "record_stream", "synchronize", "block_until_ready"])
 
+# torch functions that test tensors on the device and return a Python bool: the call itself
+# copies the answer back and waits (what it returns is on the host)
+TORCH_READ_BOOLS = frozenset({"torch.equal", "torch.allclose", "torch.is_nonzero"})
 # calls that hand a value to the host and wait for the GPU (GPU001)
 SYNC_METHODS = frozenset({"item", "tolist", "cpu", "numpy"})
 # the logging methods that emit a record at a level (`log` takes its level as an argument)

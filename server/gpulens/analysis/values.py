@@ -1194,6 +1194,8 @@ class Evaluator:
             return Value(Kind.GPU, exact=False)  # a batch (a tensor, dict or tuple) moved
         if name in fw.TORCH_HOST_FUNCTIONS:
             return None  # `torch.is_floating_point(t)`: a Python bool, read from metadata
+        if name in fw.TORCH_READ_BOOLS:
+            return None  # `torch.equal(a, b)`: a Python bool, the read is the call's own
         if name.startswith("torch.") and not fw.is_module_class(name):
             # torch.cat, torch.matmul, F.relu …: on the GPU when an argument is
             guess: Value | None = None

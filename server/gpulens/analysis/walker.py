@@ -540,6 +540,9 @@ class _Walker(FunctionResultsMixin):
             if per_step or per_item or not _has_loop(function.body):
                 ctx.loops = [Loop(function, line, frozenset(), None, called_from=sites.hot_call)]
                 ctx.loops[0].per_step = per_step
+                # a backward pass of its own: what it reads is an autograd tensor on the
+                # model's device, whatever the file shows of that device
+                ctx.loops[0].backward = bool(_BACKWARD.search(self.text_of(function)))
         elif one_training_step(function.body):
             # it runs a backward pass and steps an optimizer: whoever trains calls it once
             # per step, and what it computes is on the model's device (which the file may not

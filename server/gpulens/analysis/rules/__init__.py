@@ -1,9 +1,11 @@
 """Rule families, one module each; importing this package registers every rule."""
 
 from gpulens.analysis.rules import (  # noqa: F401  (each module registers its rules)
+    comparisons,
     data,
     devices,
     factories,
+    forwards,
     loops,
     precision,
     round_trips,

@@ -50,6 +50,14 @@ A tensor built from a list of GPU values (`torch.tensor([x], device=d)`,
 wait each, and the result copied back; `torch.stack`, `torch.cat` or `x.view(1)` keep it on
 the device.
 
+`torch.equal(a, b)` and `torch.allclose(a, b)` compare on the device and hand back a Python
+bool: the call itself waits. A module's `forward` (and what it calls on `self`) runs once per
+step of whoever trains it: a comparison of its inputs there (a kernel checking whether `x1`
+and `x2` are the same points) or a read of a flag kept in a buffer (`self.initialized.item()`)
+waits on every call. Where the file does not show the device (a library's module runs on what
+its user hands it) that is a hint. `x1 is x2`, a flag the caller passes, or a Python
+attribute costs nothing.
+
 Sorting or picking by a key that is a GPU value (`sorted(hyps, key=lambda h: h.score)`,
 `max(...)`, `min(...)`, `list.sort`) compares the keys on the host: every comparison copies
 a bool back and waits. Stack the keys and sort on the device (`torch.argsort`, `topk`), or
@@ -118,7 +126,7 @@ def _report_guessed_read(
 ) -> None:
     """A read to the host of a value on the GPU by a guess only (`unsure` says whose):
     at most a hint."""
-    _report_sync(
+    report_sync(
         node,
         f"`{shown(ctx, node)}` copies the value to the host and waits for all queued GPU work",
         loop,
@@ -129,7 +137,7 @@ def _report_guessed_read(
     )
 
 
-def _report_sync(
+def report_sync(
     node: ast.expr,
     what: str,
     loop: Loop,
@@ -222,7 +230,7 @@ def check_sync_call(node: ast.Call, ctx: Context) -> None:
     if detached is not None:
         copied = ctx.value(detached)
         if copied is not None and copied.on_gpu:
-            _report_sync(
+            report_sync(
                 node,
                 f"`{shown(ctx, node)}` copies GPU values to the host (`cpu=True` by default) and "
                 "waits for all queued GPU work",
@@ -243,7 +251,7 @@ def check_sync_call(node: ast.Call, ctx: Context) -> None:
                 if own is not None
                 else "the host"
             )
-            _report_sync(
+            report_sync(
                 node,
                 f"`{shown(ctx, node)}` copies a GPU value to {where} and waits for all queued "
                 "GPU work",
@@ -258,7 +266,7 @@ def check_sync_call(node: ast.Call, ctx: Context) -> None:
             _report_sized_by_values(node, f"`{shown(ctx, node)}`", receiver, loop, ctx)
             return
         if receiver is not None and receiver.kind is Kind.SCALER and func.attr == "get_scale":
-            _report_sync(
+            report_sync(
                 node,
                 f"`{shown(ctx, node)}` reads the scaler's scale, kept on the GPU, and waits for "
                 "all queued GPU work",
@@ -289,7 +297,7 @@ def check_sync_call(node: ast.Call, ctx: Context) -> None:
             and func.attr in ("item", "tolist")
             and not node.args
             and (loop.backward or loop.hook)
-            and _may_be_tensor(func.value, ctx)
+            and may_be_tensor(func.value, ctx)
         ):
             # a loop that runs a backward pass computes autograd tensors on the model's
             # device, and a framework's step hook computes on the data it is handed there: a
@@ -351,7 +359,7 @@ def _reads_per_item(node: ast.Call, loop: Loop, ctx: Context) -> bool:
         value = ctx.value(argument)
         if value is None or not value.on_gpu:
             continue
-        _report_sync(
+        report_sync(
             node,
             f"`{shown(ctx, node)}` runs {function.name}(), which waits for the GPU on the "
             f"value it is given ({read} there)",
@@ -663,7 +671,7 @@ def _report_sized_by_values(
     if _read_at_once(node, ctx):
         return  # `x.nonzero().tolist()`: the read is reported, and it is the same wait
     library = "cupy" if subject is not None and subject.lib == "cupy" else "torch"
-    _report_sync(
+    report_sync(
         node,
         f"{what} makes a result whose size depends on the values: the host waits for the "
         "GPU to count them before it can allocate the result",
@@ -708,7 +716,7 @@ def _backward_loss(node: ast.Call, loop: Loop, ctx: Context) -> bool:
     return node.args[0].id in loop.losses
 
 
-def _may_be_tensor(node: ast.expr, ctx: Context) -> bool:
+def may_be_tensor(node: ast.expr, ctx: Context) -> bool:
     """Not a host value whatever its names hold (`len(x)`, `x.shape[0]`), nor the result
     of a NumPy or Python function, nor a model."""
     if is_host_expression(node):
@@ -750,7 +758,7 @@ def _check_builtin(node: ast.Call, builtin: str, loop: Loop, ctx: Context) -> No
             )
         return
     if builtin == "print":
-        _report_sync(
+        report_sync(
             node,
             "Printing a GPU value copies it to the host and waits for the GPU",
             loop,
@@ -762,7 +770,7 @@ def _check_builtin(node: ast.Call, builtin: str, loop: Loop, ctx: Context) -> No
     argument = gpu_args[0]
     receiver = ctx.value(argument)
     fixes = _accumulate_fixes(node, argument, receiver, loop, ctx) if builtin == "float" else ()
-    _report_sync(
+    report_sync(
         node,
         f"`{shown(ctx, node)}` copies a GPU value to the host and waits for all queued GPU work",
         loop,
@@ -787,7 +795,7 @@ def check_sort_key(node: ast.Lambda, ctx: Context) -> None:
     if value is None or value.kind is not Kind.GPU:
         return
     call = "sort()" if key.key_of == "sort" else f"{key.key_of}()"
-    _report_sync(
+    report_sync(
         node,
         f"`{call}` by the key `{shown(ctx, node.body)}`, a GPU value, compares the keys on "
         "the host: each comparison copies a bool back and waits for the GPU",
@@ -835,14 +843,8 @@ def _built_from_items(
         _report_built(node, element, loop, ctx)
 
 
-# torch functions that read the device and return a Python bool: what a list of their
-# results holds is on the host already (the wait is theirs, not the tensor's)
-_HOST_BOOLS = frozenset({"torch.equal", "torch.is_nonzero"})
-
-
 def _gpu_item(element: ast.expr, ctx: Context) -> bool:
-    if isinstance(element, ast.Call) and ctx.qualname(element.func) in _HOST_BOOLS:
-        return False
+    # (`torch.equal(a, b)` is a Python bool already: the wait is the call's own)
     return ctx.on_gpu(element)
 
 
@@ -852,7 +854,7 @@ def _report_built(node: ast.Call, held: ast.expr, loop: Loop, ctx: Context) -> N
         if keyword(node, "device") is not None
         else "where the result stays"
     )
-    _report_sync(
+    report_sync(
         node,
         f"`{shown(ctx, node)}` reads each GPU value of its list on the host (a copy back and "
         f"a wait each) to build the tensor there, {then}",
@@ -868,7 +870,7 @@ def _report_built(node: ast.Call, held: ast.expr, loop: Loop, ctx: Context) -> N
 def check_formatted(node: ast.FormattedValue, ctx: Context) -> None:
     loop = ctx.hot_loop
     if loop is not None and ctx.on_gpu(node.value):
-        _report_sync(
+        report_sync(
             node.value,
             f"Formatting a GPU value (`{shown(ctx, node.value)}`) copies it to the host and "
             "waits for the GPU",
@@ -901,7 +903,7 @@ def _report_formatted(operands: list[ast.expr], ctx: Context, *, how: str) -> No
         return
     for operand in operands:
         if ctx.on_gpu(operand):
-            _report_sync(
+            report_sync(
                 operand,
                 f"Formatting a GPU value (`{shown(ctx, operand)}`) {how} copies it to the host "
                 "and waits for the GPU",
@@ -936,7 +938,7 @@ def _check_logging(node: ast.Call, ctx: Context) -> bool:
                 severity=Severity.HINT,
             )
         else:
-            _report_sync(
+            report_sync(
                 argument,
                 what,
                 loop,
@@ -1021,7 +1023,7 @@ def check_host_tensor_write(node: ast.Assign, ctx: Context) -> None:
             continue
         held = ctx.value(target.value)
         if held is not None and held.kind is Kind.CPU_TENSOR:
-            _report_sync(
+            report_sync(
                 node.value,
                 f"Writing a GPU value into the host tensor `{shown(ctx, target.value)}` copies "
                 "it to the host and waits for the GPU",
@@ -1079,7 +1081,7 @@ def check_chained_comparison(node: ast.Compare, ctx: Context) -> None:
     )
     if subject is None:
         return
-    _report_sync(
+    report_sync(
         node,
         f"The chained comparison `{shown(ctx, node)}` tests its first link as a Python bool, "
         "which copies it to the host and waits for the GPU",
@@ -1120,7 +1122,7 @@ def check_not(node: ast.UnaryOp, ctx: Context) -> None:
 
 
 def _report_bool(node: ast.expr, loop: Loop, ctx: Context) -> None:
-    _report_sync(
+    report_sync(
         node,
         f"Using a GPU value as a Python bool (`{shown(ctx, node)}`) copies it to the host and "
         "waits for the GPU",
