@@ -535,3 +535,24 @@ def test_a_body_that_calls_a_function_it_defines_is_remembered() -> None:
     assert analyzer.analyze(text, DEFAULT_CONFIG) == analyze(text)
     analyzer.warm()
     assert any(key[0].startswith("def main") for key in analyzer.memo.results)
+
+
+def test_a_decorator_lost_to_a_syntax_error_is_not_read_from_the_memo() -> None:
+    # the array-module case file as one function's body, walked; a bracket typed at the top;
+    # `@numba.njit(` left open: the repair drops the decorator, so `gather_blocks`' loop is
+    # a Python loop again (a GPU009 hint), though its def and body are the text the memo
+    # held them under
+    case = Path(__file__).parent / "rules" / "cases" / "class20_array_module_code.py"
+    lines = case.read_text().splitlines(keepends=True)
+    header = next(i for i, line in enumerate(lines) if line.startswith('"""'))
+    body = "".join("    " + line if line.strip() else line for line in lines[header:])
+    source = "\n\ndef main():\n" + body + "\n\nmain()\n"
+    opened = "(" + source
+    broken = opened.replace("    @numba.njit\n", "    @numba.njit(\n")
+    assert broken != opened
+    analyzer = DocumentAnalyzer()
+    for version in (source, opened):
+        assert analyzer.analyze(version, DEFAULT_CONFIG) == analyze(version)
+    fresh = analyze(broken)
+    assert any(f.code == "GPU009" and "output[i]" in f.message for f in fresh.findings)
+    assert analyzer.analyze(broken, DEFAULT_CONFIG) == fresh

@@ -17,6 +17,7 @@ from gpulens.analysis.incremental import (
     FunctionResult,
     MemoKey,
     fingerprint,
+    first_line,
     shift_finding,
     within,
 )
@@ -121,7 +122,7 @@ class FunctionResultsMixin:
                 trace.target_walked(*self.walk_target(function, enclosing, is_method))
                 return
         sites = self.sites_of(function, enclosing, is_method)
-        first = function.lineno - 1
+        first = first_line(function) - 1
         last = (function.end_lineno or function.lineno) - 1
         if self.memo is None or any(first <= line <= last for line in self.repaired):
             # a repaired body was walked as other text than its own: its text cannot key it

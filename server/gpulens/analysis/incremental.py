@@ -114,9 +114,9 @@ def _parsed_whole(text: str) -> _Parsed | None:
     while index < len(starts) - 1:
         first, after = starts[index], index + 1
         taken: list[ast.stmt] = []
-        while at < count and _first_line(statements[at]) - 1 < starts[after]:
+        while at < count and first_line(statements[at]) - 1 < starts[after]:
             statement = statements[at]
-            if _first_line(statement) - 1 < first:
+            if first_line(statement) - 1 < first:
                 return None
             # a statement running past the next start takes that block in (a wrong split)
             while (statement.end_lineno or statement.lineno) - 1 >= starts[after]:
@@ -139,7 +139,7 @@ def _parsed_whole(text: str) -> _Parsed | None:
     return lines, starts, order, blocks
 
 
-def _first_line(statement: ast.stmt) -> int:
+def first_line(statement: ast.stmt) -> int:
     """The line a statement starts on, its decorators included (1-based)."""
     decorators = getattr(statement, "decorator_list", None)
     return (

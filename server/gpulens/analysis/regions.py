@@ -26,7 +26,7 @@ import ast
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from gpulens.analysis.incremental import fingerprint
+from gpulens.analysis.incremental import fingerprint, first_line
 from gpulens.analysis.model import Edit, Finding, Fix, Span
 from gpulens.analysis.source import split_lines
 
@@ -253,18 +253,13 @@ def function_around(
         if not isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef):
             continue
         later = top.body[index + 1 :]
-        limit = _first_line(later[0]) - 1 if later else _ANYWHERE
+        limit = first_line(later[0]) - 1 if later else _ANYWHERE
         if _holds(statement, first, end, limit):
             return (index,), statement
     return None
 
 
 _ANYWHERE = 1 << 62
-
-
-def _first_line(statement: ast.stmt) -> int:
-    decorators = getattr(statement, "decorator_list", None)
-    return min(d.lineno for d in decorators) if decorators else statement.lineno
 
 
 def _holds(function: Function, first: int, end: int, limit: int) -> bool:

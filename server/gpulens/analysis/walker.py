@@ -35,7 +35,7 @@ from gpulens.analysis.guards import (
     scalar_unless,
     tensor_unless,
 )
-from gpulens.analysis.incremental import CALLED, FunctionMemo
+from gpulens.analysis.incremental import CALLED, FunctionMemo, first_line
 from gpulens.analysis.mappings import gives_keys, mapping_names
 from gpulens.analysis.model import Finding
 from gpulens.analysis.project import (
@@ -398,12 +398,13 @@ class _Walker(FunctionResultsMixin):
         return ()
 
     def text_of(self, function: Function) -> str:
-        """The source of a function (its def and body), as the file has it."""
+        """The source of a function (its decorators, def and body), as the file has it: a
+        decorator decides how the body runs (`@numba.njit` compiles its loops)."""
         text = self._texts.get(id(function))
         if text is None:
             lines = self.ctx.source.lines
             text = self._texts[id(function)] = "".join(
-                lines[function.lineno - 1 : function.end_lineno]
+                lines[first_line(function) - 1 : function.end_lineno]
             )
         return text
 
