@@ -65,6 +65,9 @@ class Loop:
     # it is a framework's hook, run once per step by the framework's own loop: what it
     # computes is computed on the data the framework hands it, on the model's device
     hook: bool = False
+    # it is a module's forward (see `module_forward`): its own reads are per step, but
+    # what it hands its helpers is only guessed to be tensors, so their calls are not
+    forward: bool = False
     # a key function's items (`sorted(xs, key=f)`, `max`, `min`, `xs.sort`): the call named
     # here compares what the key returns, on the host
     key_of: str | None = None

@@ -62,6 +62,7 @@ class Evaluator:
         "foreign_records",
         "foreign_return",
         "imports",
+        "in_forward",
         "judgments_read",
         "loader_classes",
         "module_classes",
@@ -84,6 +85,8 @@ class Evaluator:
         self.step_classes: dict[str, str] = {}
         # the names the file cannot resolve are fastai's (set by the walker)
         self.fastai = False
+        # walking a module's forward, whose inputs are guessed on the GPU (set by the walker)
+        self.in_forward = False
         self._cache: dict[int, Value | None] = {}
         # what each function of the file returns (and the parts of the tuple it returns),
         # per state of the imports and classes it is judged by (see `state`)
@@ -427,8 +430,16 @@ class Evaluator:
         base = self.value(node.value)
         if base is not None and base.kind is Kind.ARRAY_MODULE:
             return base  # `xp.linalg`, `xp.fft`: a submodule of the same library
-        if node.attr == "device" and base is not None and base.kind is Kind.GPU and base.guessed:
+        if (
+            node.attr == "device"
+            and base is not None
+            and base.kind is Kind.GPU
+            and base.guessed
+            and not self.in_forward
+        ):
             # the device of data only guessed to be on the GPU: what is made there is a guess
+            # (in a forward, the device its inputs are on is the module's: read as the device
+            # of an input the file does not place, below)
             return Value(Kind.DEVICE, guessed=True)
         if base is None or base.kind is not Kind.GPU or node.attr in fw.HOST_ATTRIBUTES:
             return None

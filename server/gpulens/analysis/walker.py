@@ -38,6 +38,7 @@ from gpulens.analysis.guards import (
 from gpulens.analysis.incremental import CALLED, FunctionMemo, first_line
 from gpulens.analysis.mappings import gives_keys, mapping_names
 from gpulens.analysis.model import Finding
+from gpulens.analysis.module_forward import runs_per_call, tensor_inputs
 from gpulens.analysis.project import (
     RECORD_FIELD,
     ModuleLinks,
@@ -341,7 +342,9 @@ class _Walker(FunctionResultsMixin):
         device data, and whether that they do is a guess."""
         framework = self.evaluator.step_classes.get(scope.name) if scope.kind == "class" else None
         if framework is None:
-            return _step_by_signature(function) if scope.kind == "class" else None
+            if scope.kind != "class":
+                return None
+            return _step_by_signature(function) or self.module_forward(function, scope)
         wanted = fw.STEP_METHODS[framework].get(function.name)
         if wanted is None:
             return None
@@ -374,6 +377,22 @@ class _Walker(FunctionResultsMixin):
         if not named and parameters and function.name.endswith("_step"):
             named = parameters[:1]  # `def training_step(self, data, index)`
         return f"the loop that runs {function.name}() once per batch", named, False
+
+    def module_forward(
+        self, function: Function, scope: Scope
+    ) -> tuple[str, list[str], bool] | None:
+        """The `forward` of a module class (see `module_forward`): run once per step, on
+        the inputs it uses as tensors, on the model's device if it is on one (a guess)."""
+        if not runs_per_call(
+            function,
+            scope.name,
+            self.evaluator.module_classes,
+            self.definitions,
+            self.ctx.imports,
+        ):
+            return None
+        inputs = tensor_inputs(function, self.ctx.imports)
+        return f"{_FORWARD_STEP} {scope.name}.forward", inputs, True
 
     def fastai_learners(
         self, function: Function, enclosing: Scope, is_method: bool, step: bool
@@ -495,6 +514,9 @@ class _Walker(FunctionResultsMixin):
         if step is not None:
             # the framework moved the batch to the device before calling the step
             for name in step[1]:
+                known = scope.bindings.get(name)
+                if known is not None and known.kind is Kind.GPU and not known.guessed:
+                    continue  # a call of the file hands it a GPU value: known, not guessed
                 if name not in host:
                     scope.bind(name, Value(Kind.GPU, exact=False, guessed=step[2]))
             for name in positional:
@@ -513,8 +535,10 @@ class _Walker(FunctionResultsMixin):
             ctx.likely,
             ctx.host_only,
             ctx.cuda_only,
+            self.evaluator.in_forward,
         )
         self.evaluator.scope = scope
+        self.evaluator.in_forward = step is not None and step[0].startswith(_FORWARD_STEP)
         self.evaluator.invalidate()
         ctx.function = function
         ctx.loops = []
@@ -528,6 +552,7 @@ class _Walker(FunctionResultsMixin):
         if step is not None:
             hook = Loop(function, line, frozenset(), None, called_from=step[0])
             hook.per_step = hook.hook = True
+            hook.forward = step[0].startswith(_FORWARD_STEP)
             hook.backward = bool(_BACKWARD.search(self.text_of(function)))
             ctx.loops = [hook]
         elif handler:
@@ -563,6 +588,7 @@ class _Walker(FunctionResultsMixin):
                 ctx.likely,
                 ctx.host_only,
                 ctx.cuda_only,
+                self.evaluator.in_forward,
             ) = saved
             self.evaluator.invalidate()
 
@@ -578,7 +604,14 @@ class _Walker(FunctionResultsMixin):
                 ctx.statements = (body, index)
                 self.statement(statement)
                 loop = ctx.loop
-                if loop is not None and not loop.guarded and exits_unless_periodic(statement, ctx):
+                if (
+                    loop is not None
+                    and not loop.guarded
+                    and (
+                        exits_unless_periodic(statement, ctx)
+                        or _fallback_follows(statement, loop, ctx)
+                    )
+                ):
                     guarded = loop
                     loop.guarded = True
         finally:
@@ -1416,6 +1449,10 @@ class _Walker(FunctionResultsMixin):
                 arguments.append((named.arg, self.evaluator.value(named.value)))
         if foreign:
             arguments = [(k, portable(v)) for k, v in arguments]
+        if self.ctx.loops and self.ctx.loops[0].forward:
+            # a forward's guess about its inputs stays in its own body: what helpers make of
+            # it (sizes unpacked from a result) is not known to be on the GPU
+            arguments = [(k, None if v is not None and v.guessed else v) for k, v in arguments]
         loop = self.ctx.hot_loop or self.ctx.returning_loop
         # handed the item of a loop over the samples of some data (`f(x[i])` in `for i in
         # range(n)`): the callee runs per item, loops of its own or not
@@ -1435,7 +1472,7 @@ class _Walker(FunctionResultsMixin):
                 module, _, name = target.partition(":")
                 key = f"{module}:{_GUESSED}{name}"
             hot_call = None
-            if loop is not None and not (foreign and self.outer_level(loop)):
+            if loop is not None and not loop.forward and not (foreign and self.outer_level(loop)):
                 called = key.rpartition(":")[2].rsplit(".", 1)[-1].removeprefix(_GUESSED)
                 per_step = loop.per_step or loop.over_loader or loop.trains
                 hot_call = f"{_STEP_CALL if per_step else 'the loop that calls'} {called}()"
@@ -2060,6 +2097,21 @@ def _step_framework(
     framework = fw.STEP_CLASSES.get(last)
     home = fw.STEP_CLASS_HOMES.get(framework or "")
     return None if home is not None and not qualified.startswith(home) else framework
+
+
+def _fallback_follows(statement: ast.stmt, loop: Loop, ctx: Context) -> bool:
+    """`try: return self._forward(x)` then `except RuntimeError: ...` in the function a
+    step runs: what follows the try runs only when it failed (an out-of-memory retry)."""
+    return (
+        loop.node is ctx.function
+        and isinstance(statement, ast.Try)
+        and bool(statement.handlers)
+        and isinstance(statement.body[-1], ast.Return)
+    )
+
+
+# how messages name the step that runs a module's forward
+_FORWARD_STEP = "the step that runs"
 
 
 def _step_by_signature(function: Function) -> tuple[str, list[str], bool] | None:

@@ -120,6 +120,8 @@ def _report_constant(move: ast.Call, made: ast.Call, ctx: Context) -> None:
         return
     severity = None
     loop = ctx.hot_loop
+    if loop is not None and loop.forward and loop.node is ctx.function:
+        loop = None  # the forward's own body, run once per step: as said below
     if loop is not None and loop.per_step and loop.called_from is not None:
         return  # once per step of a framework's step, in a helper of it: a copy of a scalar
     if loop is None:

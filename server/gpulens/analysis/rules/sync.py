@@ -204,6 +204,8 @@ def report_sync(
             if unsure is None:
                 if subject.lib == "cupy":
                     unsure = "as code written for NumPy or CuPy arrays allows"
+                elif ctx.loops and ctx.loops[0].forward:
+                    unsure = "as the inputs of a module's forward usually are"
                 elif ctx.loops and ctx.loops[0].per_step:
                     # a library's hook (or what it calls), handed data by the library's loop
                     unsure = "as the data a library's loop hands its step suggests"
@@ -1117,8 +1119,16 @@ def _read_as_bool(node: ast.expr, statement: ast.stmt) -> bool:
 @checks(ast.UnaryOp)
 def check_not(node: ast.UnaryOp, ctx: Context) -> None:
     loop = ctx.hot_loop
-    if loop is not None and isinstance(node.op, ast.Not) and _tests_an_array(node.operand, ctx):
+    if loop is None or not isinstance(node.op, ast.Not):
+        return
+    if _tests_an_array(node.operand, ctx):
         _report_bool(node, loop, ctx)  # (`not outputs` of a dict tests that it is empty)
+        return
+    operand = node.operand
+    while isinstance(operand, ast.BoolOp):
+        operand = operand.values[-1]  # `not (n1 == n2 and t.all())` tests the last's truth
+    if operand is not node.operand and _tests_an_array(operand, ctx):
+        _report_bool(operand, loop, ctx)
 
 
 def _report_bool(node: ast.expr, loop: Loop, ctx: Context) -> None:
