@@ -302,6 +302,11 @@ def edited(text: str, history: list[str], step: tuple[str, float, float, str, st
 # a syntax error typed on a module-level line, then taken back
 @example(NO_DEVICE_VARIABLE, [("break", 17.5 / 21, 0, "", ""), ("undo", 0, 0, "", "")])
 @example(READS_OUTSIDE, [("break", 44.5 / 45, 0, "", ""), ("undo", 0, 0, "", "")])
+# a record's builder broken: the method reading the field must not keep its memo
+@example(
+    (ROOT / "tests/unit/rules/cases/class61_records_keep_their_fields.py").read_text(),
+    [*[("insert", 0, 0, "(", "")] * 4, ("delete_line", 0, 0, "", ""), ("insert", 0.5, 0, "(", "")],
+)
 def test_every_version_of_an_edit_session_matches_a_fresh_analysis(
     source: str, session: list[tuple[str, float, float, str, str]]
 ) -> None:

@@ -95,7 +95,10 @@ class Evaluator:
         # unknown or a host value): what another module may take as proven
         self._sure: set[tuple[int, tuple[int, int, int]]] = set()
         # what the fields of each record class of the file hold, per state (`record_fields`)
-        self._fields: dict[tuple[int, tuple[int, int, int]], dict[str, Value]] = {}
+        # (and the bodies judged for it: a body that reads a field read their judgments)
+        self._fields: dict[
+            tuple[int, tuple[int, int, int]], tuple[dict[str, Value], tuple[Function, ...]]
+        ] = {}
         self._static: dict[str, Scope] = {}
         # the judgments asked for outside other judgments, in order: the function and the
         # state it was judged in (a memoized body may read only what its key holds)
@@ -896,9 +899,16 @@ class Evaluator:
         """What each field of a record class of the file may hold: the GPU values the
         file's functions build its objects with, judged from each body (a field given a
         GPU value anywhere may hold one, as an attribute set by any method may)."""
-        key = (id(cls), self.state())
-        found = self._fields.get(key)
-        if found is not None:
+        state = self.state()
+        key = (id(cls), state)
+        cached = self._fields.get(key)
+        if cached is not None:
+            found, judged = cached
+            if not self._judging:
+                # what a body read of the fields depends on those bodies, however many
+                # walks ago they were judged: a memo of it must see them read (a builder
+                # edited so that its field holds no GPU value any more)
+                self.judgments_read.extend((function, state) for function in judged)
             return found
         found = {}
         definitions = self.definitions
@@ -907,13 +917,16 @@ class Evaluator:
             *(f for methods in definitions.methods.values() for f in methods.values()),
         ]
         call = f"{cls.name}("
-        for function in functions:
-            if self.text_of is not None and call not in self.text_of(function):
-                continue
+        builders = tuple(
+            function
+            for function in functions
+            if self.text_of is None or call in self.text_of(function)
+        )
+        for function in builders:
             for name, field, value in self.records_built(function):
                 if name == cls.name:
                     found[field] = merge(found.get(field), value) or value
-        self._fields[key] = found
+        self._fields[key] = (found, builders)
         return found
 
     def _record_field(self, node: ast.Attribute) -> object:
