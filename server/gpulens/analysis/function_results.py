@@ -432,6 +432,10 @@ class FunctionResultsMixin:
         for value in values:
             if value is None or value.kind not in _NAMED or value.origin is None:
                 continue
+            if isinstance(value.origin, ast.Lambda):
+                # a lambda passed on is reported where it stands, and no name finds the
+                # current one: the node kept would place its findings where it stood before
+                return None
             if first <= getattr(value.origin, "lineno", 0) - 1 <= last:
                 continue  # defined in the body: the same text in every version it is replayed in
             where = self.definitions.locate(value.origin)
