@@ -57,6 +57,19 @@ def mapping_names(function: Function) -> frozenset[str]:
     return frozenset(found)
 
 
+def may_give_keys(iterated: ast.expr) -> bool:
+    """Whether ``iterated`` has a form `gives_keys` can accept (a name, a key set made of
+    one): the others (`range(n)`, `self.blocks`) need no reading of the function."""
+    match iterated:
+        case ast.Name():
+            return True
+        case ast.Call(func=ast.Name(id="cast" | "set" | "frozenset")):
+            return True
+        case ast.Call(func=ast.Attribute(attr="keys")) | ast.BinOp(op=ast.Sub() | ast.BitAnd()):
+            return True
+    return False
+
+
 def gives_keys(iterated: ast.expr, names: frozenset[str]) -> bool:
     """Whether iterating ``iterated`` gives keys: one of ``names`` (`mapping_names`), or a
     key set made of one (`set(areas) - matched`)."""

@@ -51,6 +51,8 @@ def tensor_inputs(function: Function, imports: Imports) -> list[str]:
     arguments = function.args
     parameters = [a.arg for a in (*arguments.posonlyargs, *arguments.args)][1:]
     required = set(parameters[: len(parameters) - len(arguments.defaults)])
+    if not required:
+        return []
     used: set[str] = set()
     for node in ast.walk(function):
         if isinstance(node, ast.Attribute) and node.attr in _TENSOR_METHODS:

@@ -36,7 +36,7 @@ from gpulens.analysis.guards import (
     tensor_unless,
 )
 from gpulens.analysis.incremental import CALLED, FunctionMemo, first_line
-from gpulens.analysis.mappings import gives_keys, mapping_names
+from gpulens.analysis.mappings import gives_keys, mapping_names, may_give_keys
 from gpulens.analysis.model import Finding
 from gpulens.analysis.module_forward import runs_per_call, tensor_inputs
 from gpulens.analysis.project import (
@@ -1406,7 +1406,7 @@ class _Walker(FunctionResultsMixin):
                 return self.keys_of(inner)
             case ast.Name(id=name) if name in self._mappings:
                 return True
-        return gives_keys(node, self.mapping_names())
+        return may_give_keys(node) and gives_keys(node, self.mapping_names())
 
     def mapping_names(self) -> frozenset[str]:
         """The names the walked function's text proves mappings or key sets (`mappings`)."""

@@ -8,7 +8,7 @@ from dataclasses import replace
 
 from gpulens.analysis import frameworks as fw
 from gpulens.analysis.context import Context, Loop
-from gpulens.analysis.mappings import gives_keys, mapping_names
+from gpulens.analysis.mappings import gives_keys, mapping_names, may_give_keys
 from gpulens.analysis.model import Severity
 from gpulens.analysis.rules.common import shown
 from gpulens.analysis.rules.registry import checks, rule
@@ -216,7 +216,11 @@ def _reduces_along_a_dim(body: Body) -> bool:
 def _iterates_keys(iterated: ast.expr, ctx: Context) -> bool:
     """`for color in areas` where `areas: dict[tuple, Tensor]`: a mapping's keys, not its
     GPU values."""
-    return ctx.function is not None and gives_keys(iterated, mapping_names(ctx.function))
+    return (
+        ctx.function is not None
+        and may_give_keys(iterated)
+        and gives_keys(iterated, mapping_names(ctx.function))
+    )
 
 
 def _zipped_array(iterated: ast.expr, ctx: Context) -> Value | None:
