@@ -27,6 +27,15 @@ def is_property(function: Function) -> bool:
     return False
 
 
+def is_static(function: Function) -> bool:
+    """`@staticmethod`: a call through the object or the class passes no `self`."""
+    for decorator in function.decorator_list:
+        match decorator:
+            case ast.Name(id="staticmethod") | ast.Attribute(attr="staticmethod"):
+                return True
+    return False
+
+
 # methods a class's constructor calls, or that set the attributes the others read
 CONSTRUCTORS = ("__init__", "__post_init__", "setup", "reset_parameters")
 

@@ -52,6 +52,12 @@ TORCH_FACTORIES = frozenset(
 # factories whose arguments are data, not shapes: they build on the host whatever the
 # device, so passing `device=` saves nothing (no GPU003)
 TORCH_DATA_FACTORIES = frozenset({"torch.tensor", "torch.as_tensor"})
+# what builds a tensor on the host from the Python data it is handed (numbers, a list of
+# them), element by element, unless told a device: the data factories and the typed
+# constructors (`torch.FloatTensor([0.5])`)
+TORCH_DATA_BUILDERS = TORCH_DATA_FACTORIES | {
+    f"torch.{kind}Tensor" for kind in ("", "Float", "Double", "Half", "Long", "Int", "Bool")
+}
 # factories that draw random numbers: on another device, another generator
 RANDOM_FACTORIES = frozenset(
     {"randn", "rand", "randint", "randperm", "normal", "randn_like", "rand_like", "randint_like"}

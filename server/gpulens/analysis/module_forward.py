@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import ast
 
-from gpulens.analysis.definitions import Definitions, Function
+from gpulens.analysis.definitions import Definitions, Function, is_static
 from gpulens.analysis.symbols import Imports
 
 FORWARD = "forward"
@@ -40,7 +40,7 @@ def runs_per_call(
     `forward(ctx, ...)` of an autograd function."""
     if function.name != FORWARD or not imports.uses("torch"):
         return False
-    if _static(function):
+    if is_static(function):
         return _derives(owner, definitions, imports, autograd=True)
     return owner in module_classes or _derives(owner, definitions, imports, autograd=False)
 
@@ -88,7 +88,3 @@ def _derives(owner: str, definitions: Definitions, imports: Imports, *, autograd
             if isinstance(base, ast.Name):
                 pending.append(base.id)
     return False
-
-
-def _static(function: Function) -> bool:
-    return any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in function.decorator_list)

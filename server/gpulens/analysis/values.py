@@ -18,6 +18,7 @@ from gpulens.analysis.definitions import (
     Function,
     flat_statements,
     is_property,
+    is_static,
     recursive_groups,
 )
 from gpulens.analysis.symbols import (
@@ -317,17 +318,7 @@ class Evaluator:
         item = element_of(self.value(it))
         if item is None or item.kind is not Kind.GPU:
             return None
-        saved = self.scope, self._cache
-        self.scope = Scope("comprehension", "<comprehension>", self.scope)
-        self.scope.bind(name, item)
-        self._cache = {}
-        try:
-            mapped = self.value(element)
-        finally:
-            self.scope, self._cache = saved
-        if mapped is None or mapped.kind is not Kind.GPU:
-            return None
-        return replace(mapped, exact=False)
+        return self._gpu_per_item(element, {name: item})
 
     def _computed_per_item(self, node: ast.expr) -> Value | None:
         """`[loss_func(est[:, p], targets) for p in perms]`: a function the code was handed
@@ -342,18 +333,23 @@ class Evaluator:
                 return None
         if not self._handed_or_array_function(func):
             return None
+        return self._gpu_per_item(element, dict.fromkeys(names_in(generator.target)))
+
+    def _gpu_per_item(self, element: ast.expr, names: dict[str, Value | None]) -> Value | None:
+        """A comprehension's item expression, judged in a scope of its own where its names
+        hold ``names``: where that is a GPU value, the list holds GPU values (not one array)."""
         saved = self.scope, self._cache
         self.scope = Scope("comprehension", "<comprehension>", self.scope)
-        for name in names_in(generator.target):
-            self.scope.bind(name, None)
+        for name, value in names.items():
+            self.scope.bind(name, value)
         self._cache = {}
         try:
-            computed = self.value(element)
+            item = self.value(element)
         finally:
             self.scope, self._cache = saved
-        if computed is None or computed.kind is not Kind.GPU:
+        if item is None or item.kind is not Kind.GPU:
             return None
-        return replace(computed, exact=False)
+        return replace(item, exact=False)
 
     def _handed_or_array_function(self, func: ast.expr) -> bool:
         """A plain name of a function the function was handed (a parameter: nothing in the
@@ -743,11 +739,7 @@ class Evaluator:
 
         positional = [a.arg for a in (*function.args.posonlyargs, *function.args.args)]
         method = bool(self.definitions.owner.get(id(function)))
-        if (
-            method
-            and positional
-            and not any(simple_name(d) == "staticmethod" for d in function.decorator_list)
-        ):
+        if method and positional and not is_static(function):
             positional = positional[1:]  # a call passes no `self`
         return host_reads(function, positional, may_read)
 

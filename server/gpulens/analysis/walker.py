@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import re
 from collections import defaultdict
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from gpulens.analysis import frameworks as fw
@@ -19,7 +20,7 @@ from gpulens.analysis import rules as _rules  # noqa: F401  (registers every rul
 from gpulens.analysis.call_order import callers_first
 from gpulens.analysis.config import Config
 from gpulens.analysis.context import Context, Loop
-from gpulens.analysis.definitions import CONSTRUCTORS, Definitions, flat_statements
+from gpulens.analysis.definitions import CONSTRUCTORS, Definitions, flat_statements, is_static
 from gpulens.analysis.function_results import CallSites, FunctionResultsMixin, Recording
 from gpulens.analysis.guards import (
     device_test,
@@ -189,8 +190,8 @@ class _Walker(FunctionResultsMixin):
             else self.definitions.functions.get(name)
         )
         if function is None:
-            return tuple((k, None if v is not None and v.guessed else v) for k, v in arguments)
-        return received(arguments, function, bool(owner) and not _is_static(function))
+            return _without_guesses(arguments)
+        return received(arguments, function, bool(owner) and not is_static(function))
 
     def project_calls(self) -> tuple[ProjectCall, ...]:
         """The calls the walk saw into the project's other modules."""
@@ -407,7 +408,7 @@ class _Walker(FunctionResultsMixin):
         this = function.args.args[0].arg
         if (
             framework == fw.FASTAI_CALLBACK
-            and not _is_static(function)
+            and not is_static(function)
             and (step or not fw.FASTAI_EVENT.match(function.name))
         ):
             # a batch event, or a method of its own that one may call; not an epoch's event
@@ -454,7 +455,7 @@ class _Walker(FunctionResultsMixin):
         scope = Scope("function", function.name, enclosing)
         positional = [a.arg for a in (*function.args.posonlyargs, *function.args.args)]
         scope.parameters = frozenset(positional) | {a.arg for a in function.args.kwonlyargs}
-        if is_method and positional and not _is_static(function):
+        if is_method and positional and not is_static(function):
             positional = positional[1:]
         host = _host_annotated(function)
         for index, name in enumerate(positional):
@@ -831,11 +832,7 @@ class _Walker(FunctionResultsMixin):
         self.ctx.loops.append(loop)
         try:
             self.ctx.statement = node
-            self.ctx.deciding_exit = True
-            try:
-                self.expression(node.test)  # the test runs on every iteration
-            finally:
-                self.ctx.deciding_exit = False
+            self.exit_test(node.test)  # the test runs on every iteration
             self.block(node.body)
             self.retest(node, tested_on_gpu)
         finally:
@@ -860,19 +857,20 @@ class _Walker(FunctionResultsMixin):
         self.ctx.statement = node
         for check in CHECKS.get(ast.While, ()):
             check(node, self.ctx)
-        self.ctx.deciding_exit = True
+        self.exit_test(node.test)
+
+    def exit_test(self, test: ast.expr, deciding: bool = True) -> None:
+        """Walk a test the loop may stop on (`while norm < 1`, `if done.all(): break`): the
+        program needs its answer there, which the rules word as such."""
+        self.ctx.deciding_exit = deciding
         try:
-            self.expression(node.test)
+            self.expression(test)
         finally:
             self.ctx.deciding_exit = False
 
     def if_statement(self, node: ast.If) -> None:
         # `if (tokens == eos).all(): break`: the loop cannot stop without this read
-        self.ctx.deciding_exit = self.ctx.loop is not None and leaves_loop(node.body)
-        try:
-            self.expression(node.test)
-        finally:
-            self.ctx.deciding_exit = False
+        self.exit_test(node.test, self.ctx.loop is not None and leaves_loop(node.body))
         loop = self.ctx.loop
         open_loop = loop is not None and not loop.guarded
         periodic = open_loop and runs_once_per_period(node.test, self.ctx)
@@ -1452,7 +1450,7 @@ class _Walker(FunctionResultsMixin):
         if self.ctx.loops and self.ctx.loops[0].forward:
             # a forward's guess about its inputs stays in its own body: what helpers make of
             # it (sizes unpacked from a result) is not known to be on the GPU
-            arguments = [(k, None if v is not None and v.guessed else v) for k, v in arguments]
+            arguments = list(_without_guesses(arguments))
         loop = self.ctx.hot_loop or self.ctx.returning_loop
         # handed the item of a loop over the samples of some data (`f(x[i])` in `for i in
         # range(n)`): the callee runs per item, loops of its own or not
@@ -2234,8 +2232,11 @@ def _compiled(function: Function) -> bool:
 _JIT_DECORATORS = frozenset({"jit", "njit", "vectorize", "guvectorize", "stencil", "rawkernel"})
 
 
-def _is_static(function: Function) -> bool:
-    return any(simple_name(d) == "staticmethod" for d in function.decorator_list)
+def _without_guesses(
+    arguments: Iterable[tuple[int | str, Value | None]],
+) -> tuple[tuple[int | str, Value | None], ...]:
+    """What a call passes, with the values only guessed on the GPU left unknown."""
+    return tuple((k, None if v is not None and v.guessed else v) for k, v in arguments)
 
 
 def _is_progress(func: ast.expr) -> bool:

@@ -79,3 +79,19 @@ def after_loop(ctx: Context, loop: Loop, code: str) -> Edit | None:
     if loop.statement is None or loop.called_from:
         return None
     return insert_after(ctx, loop.statement, code)
+
+
+def methods_called_on_self(method: ast.AST) -> set[str]:
+    """The names of the methods a function calls on its first parameter (`self.m(...)`)."""
+    arguments = getattr(method, "args", None)
+    if arguments is None or not arguments.args:
+        return set()
+    this = arguments.args[0].arg
+    return {
+        node.func.attr
+        for node in ast.walk(method)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and isinstance(node.func.value, ast.Name)
+        and node.func.value.id == this
+    }

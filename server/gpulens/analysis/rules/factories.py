@@ -7,7 +7,14 @@ import ast
 from gpulens.analysis import frameworks as fw
 from gpulens.analysis.context import Context
 from gpulens.analysis.model import Edit, Fix, Severity, Span
-from gpulens.analysis.rules.common import add_keyword, fix, has_double_star, shown, starts_line
+from gpulens.analysis.rules.common import (
+    add_keyword,
+    fix,
+    has_double_star,
+    methods_called_on_self,
+    shown,
+    starts_line,
+)
 from gpulens.analysis.rules.registry import checks, rule
 from gpulens.analysis.symbols import Kind, keyword, names_in
 
@@ -112,7 +119,7 @@ def _report_constant(move: ast.Call, made: ast.Call, ctx: Context) -> None:
     """`torch.FloatTensor([0.5]).to(x.device)` per step: numbers written in the code, built
     into a host tensor and copied to the GPU each time (no `device=` fix: the data is the
     host's either way; a Python number or a buffer made once needs no copy)."""
-    if ctx.qualname(made.func) not in _CONSTANT_BUILDERS:
+    if ctx.qualname(made.func) not in fw.TORCH_DATA_BUILDERS:
         return
     if isinstance(move.func, ast.Attribute) and move.func.attr in _CASTS_THAT_MOVE:
         return  # `torch.tensor([1, 2]).type_as(t)`: a cast first, as class 48 reads it
@@ -147,12 +154,6 @@ def _in_module_forward(ctx: Context) -> bool:
     if function is None or function.name != "forward" or owner is None:
         return False
     return owner.name in ctx.evaluator.module_classes
-
-
-# what builds a tensor of the numbers it is handed, on the host unless told a device
-_CONSTANT_BUILDERS = fw.TORCH_DATA_FACTORIES | {
-    f"torch.{kind}Tensor" for kind in ("", "Float", "Double", "Half", "Long", "Int", "Bool")
-}
 
 
 def _literal_numbers(node: ast.expr) -> bool:
@@ -275,7 +276,7 @@ def _made_on_host_while_building(target: ast.expr, ctx: Context) -> bool:
         return False
     others = ctx.definitions_read([m for m in methods.values() if m is not function])
     if function is not init:
-        callers = [m for m in others if _calls_own(m, function.name)]
+        callers = [m for m in others if function.name in methods_called_on_self(m)]
         if callers != [init]:
             return False  # also run later (or by nobody the class shows)
     return _host_made_in(init, attribute)
@@ -284,20 +285,6 @@ def _made_on_host_while_building(target: ast.expr, ctx: Context) -> bool:
 def _keyword_value(call: ast.Call, name: str) -> ast.expr | None:
     bound = keyword(call, name)
     return bound.value if bound is not None else None
-
-
-def _calls_own(method: ast.AST, name: str) -> bool:
-    """Whether a method calls ``name`` on its own object (`self.name(...)`)."""
-    arguments = getattr(method, "args", None)
-    first = arguments.args[0].arg if arguments is not None and arguments.args else None
-    return any(
-        isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Attribute)
-        and node.func.attr == name
-        and isinstance(node.func.value, ast.Name)
-        and node.func.value.id == first
-        for node in ast.walk(method)
-    )
 
 
 def _host_made_in(init: ast.AST, attribute: str) -> bool:

@@ -15,7 +15,7 @@ import ast
 
 from gpulens.analysis.context import Context, Loop
 from gpulens.analysis.definitions import Function
-from gpulens.analysis.rules.common import shown
+from gpulens.analysis.rules.common import methods_called_on_self, shown
 from gpulens.analysis.rules.registry import checks
 from gpulens.analysis.rules.sync import may_be_tensor, report_sync
 from gpulens.analysis.symbols import Kind, Value
@@ -78,7 +78,7 @@ def runs_per_forward(ctx: Context) -> str | None:
     methods = definitions.methods.get(owner, {})
     for name in _ENTRIES:
         entry = methods.get(name)
-        if entry is not None and _entry(entry) and function.name in _self_calls(entry):
+        if entry is not None and _entry(entry) and function.name in methods_called_on_self(entry):
             return (
                 f"the loop that calls {owner}.{name}() (which calls {function.name}()) once per "
                 "step"
@@ -113,21 +113,6 @@ def _runs_the_module(call: ast.AST, function: Function) -> bool:
         case "forward":
             return isinstance(receiver, ast.Name) and receiver.id == this
     return False
-
-
-def _self_calls(function: Function) -> set[str]:
-    """The names of the methods a function calls on its first parameter (`self.m(...)`)."""
-    if not function.args.args:
-        return set()
-    this = function.args.args[0].arg
-    return {
-        call.func.attr
-        for call in ast.walk(function)
-        if isinstance(call, ast.Call)
-        and isinstance(call.func, ast.Attribute)
-        and isinstance(call.func.value, ast.Name)
-        and call.func.value.id == this
-    }
 
 
 def _may_be_on_gpu(read: list[ast.expr], ctx: Context) -> bool:

@@ -330,7 +330,7 @@ def check_sync_call(node: ast.Call, ctx: Context) -> None:
     if name in fw.DEVICE_SYNC_CALLS:
         _report_device_sync(node, loop, ctx)
         return
-    if name in _BUILT_FROM_DATA and _built_from_gpu_values(node, loop, ctx):
+    if name in fw.TORCH_DATA_BUILDERS and _built_from_gpu_values(node, loop, ctx):
         return
     if isinstance(func, ast.Name) and ctx.scope.lookup(func.id) is None:
         _check_builtin(node, func.id, loop, ctx)
@@ -807,12 +807,6 @@ def check_sort_key(node: ast.Lambda, ctx: Context) -> None:
         "read them once (`.tolist()`) and compare Python numbers.",
         subject=value,
     )
-
-
-# what builds a tensor on the host from the Python data it is handed, element by element
-_BUILT_FROM_DATA = fw.TORCH_DATA_FACTORIES | {
-    f"torch.{kind}Tensor" for kind in ("", "Float", "Double", "Half", "Long", "Int", "Bool")
-}
 
 
 def _built_from_gpu_values(node: ast.Call, loop: Loop, ctx: Context) -> bool:
