@@ -6,12 +6,12 @@ fine-tuning toolkit, a speech model's decoding loop, diffusion samplers, CuPy co
 pinned versions from the package index pip uses and cached in `.cache/realworld/`. Only the
 labels live in the repository: `benchmarks/realworld/labels/<package>.toml`, one file per
 package, holding the pin, the files in scope, the split (`tuned`, `heldout`, `heldout2`,
-`heldout3`, `heldout4`, `heldout5`, `heldout6`, `heldout7`, `heldout8`, `heldout9` or
-`heldout10`; the last ten are held-out parts whose sites were listed before gpulens ran on them
-and whose findings are judged once, later), a verdict for every finding gpulens printed (`tp`:
-a GPU cost worth fixing; `negligible`: true but not worth a user's time; `fp`: wrong for the
-code it sits on) and the *sites*: real pitfalls a reader finds by eye, each with the rule that
-should report it.
+`heldout3`, `heldout4`, `heldout5`, `heldout6`, `heldout7`, `heldout8`, `heldout9`, `heldout10`
+or `heldout11`; the last eleven are held-out parts whose sites were listed before gpulens ran on
+them and whose findings are judged once, later), a verdict for every finding gpulens printed
+(`tp`: a GPU cost worth fixing; `negligible`: true but not worth a user's time; `fp`: wrong for
+the code it sits on) and the *sites*: real pitfalls a reader finds by eye, each with the rule
+that should report it.
 
     python benchmarks/realworld.py                    # the figures, and the unlabeled findings
     python benchmarks/realworld.py --split tuned      # only the packages analysis work may read
@@ -68,6 +68,7 @@ SPLITS = (
     "heldout8",
     "heldout9",
     "heldout10",
+    "heldout11",
 )
 RULES = tuple(f"GPU{n:03d}" for n in range(1, 12))
 SEVERITIES = ("error", "warning", "info", "hint")

@@ -27,6 +27,7 @@ BLIND = (
     "heldout8",
     "heldout9",
     "heldout10",
+    "heldout11",
 )
 
 
@@ -81,6 +82,7 @@ def test_a_held_out_part_exists_beside_the_tuned_one() -> None:
     assert splits.count("heldout8") >= 3
     assert splits.count("heldout9") >= 3
     assert splits.count("heldout10") >= 3
+    assert splits.count("heldout11") >= 3
 
 
 @pytest.mark.parametrize(
@@ -95,6 +97,7 @@ def test_a_held_out_part_exists_beside_the_tuned_one() -> None:
         ("heldout8", 80),
         ("heldout9", 80),
         ("heldout10", 80),
+        ("heldout11", 80),
     ],
 )
 def test_each_blind_part_lists_sites_of_its_own(split: str, at_least: int) -> None:
