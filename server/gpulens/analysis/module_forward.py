@@ -33,16 +33,19 @@ def runs_per_call(
     module_classes: set[str],
     definitions: Definitions,
     imports: Imports,
+    *,
+    own: frozenset[str] = frozenset(),
 ) -> bool:
     """`forward` of a module class: one the file shows derives from `nn.Module`, or one whose
     bases (through the file's classes) come from the package's own modules (a project's
-    base module, `class RBFKernel(Kernel)`) in a file that uses torch; or the static
-    `forward(ctx, ...)` of an autograd function."""
+    base module, `class RBFKernel(Kernel)`, imported relatively or, ``own``, by the
+    package's name) in a file that uses torch; or the static `forward(ctx, ...)` of an
+    autograd function."""
     if function.name != FORWARD or not imports.uses("torch"):
         return False
     if is_static(function):
-        return _derives(owner, definitions, imports, autograd=True)
-    return owner in module_classes or _derives(owner, definitions, imports, autograd=False)
+        return _derives(owner, definitions, imports, own, autograd=True)
+    return owner in module_classes or _derives(owner, definitions, imports, own, autograd=False)
 
 
 def tensor_inputs(function: Function, imports: Imports) -> list[str]:
@@ -65,7 +68,9 @@ def tensor_inputs(function: Function, imports: Imports) -> list[str]:
     return [p for p in parameters if p in required and p in used]
 
 
-def _derives(owner: str, definitions: Definitions, imports: Imports, *, autograd: bool) -> bool:
+def _derives(
+    owner: str, definitions: Definitions, imports: Imports, own: frozenset[str], *, autograd: bool
+) -> bool:
     """Whether the class's bases, followed through the file's own classes, reach an
     autograd function (``autograd``) or a class of the package's own modules."""
     seen: set[str] = set()
@@ -83,7 +88,9 @@ def _derives(owner: str, definitions: Definitions, imports: Imports, *, autograd
             if autograd:
                 if qualified == AUTOGRAD_FUNCTION:
                     return True
-            elif isinstance(base, ast.Name) and base.id in definitions.relatives:
+            elif isinstance(base, ast.Name) and (
+                base.id in definitions.relatives or base.id in own
+            ):
                 return True
             if isinstance(base, ast.Name):
                 pending.append(base.id)

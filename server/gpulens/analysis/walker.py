@@ -390,6 +390,8 @@ class _Walker(FunctionResultsMixin):
             self.evaluator.module_classes,
             self.definitions,
             self.ctx.imports,
+            # the names imported from the project's own modules by an absolute import
+            own=frozenset(self.links.names) if self.links is not None else frozenset(),
         ):
             return None
         inputs = tensor_inputs(function, self.ctx.imports)
@@ -1338,9 +1340,12 @@ class _Walker(FunctionResultsMixin):
         if self.keys_of(iterable):
             self.bind_all(target, None)
             return
-        held = element_of(self.iterated(iterable))
+        iterated = self.iterated(iterable)
+        held = element_of(iterated)
         if held is None and isinstance(target, ast.Name):
             held = self.annotated_items(iterable) or self.listed_records(iterable)
+        if isinstance(target, ast.Tuple) and _unknown_parts(iterable, iterated):
+            held = None  # `for idx, out in outputs`: which part is a tensor, nothing says
         self.bind_all(target, held)
 
     def annotated_items(self, iterable: ast.expr) -> Value | None:
@@ -1850,6 +1855,20 @@ def _whole_items(target: ast.expr, iterable: ast.expr, function: Function | None
     names = [n.id for n in ast.walk(target) if isinstance(n, ast.Name)]
     iterated = (dotted_name(iterable) or "").rsplit(".", 1)[-1]
     return any(_WHOLE_ITEMS.search(n) for n in [*names, iterated] if n)
+
+
+def _unknown_parts(iterable: ast.expr, value: Value | None) -> bool:
+    """A container held in a name, on the GPU by a guess only and not known as one array
+    (what a module's forward was handed, a model's outputs): the items unpacked from each
+    of its elements may be numbers as well as tensors (`(layer, output)` pairs). What a
+    call hands out (`zip(*top_k)`: values beside indices) is read by the call."""
+    return (
+        isinstance(iterable, ast.Name | ast.Attribute | ast.Subscript)
+        and value is not None
+        and value.kind is Kind.GPU
+        and value.guessed
+        and not value.exact
+    )
 
 
 def _fed_to_a_model(function: Function) -> list[str]:

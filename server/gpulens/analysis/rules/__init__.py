@@ -9,6 +9,7 @@ from gpulens.analysis.rules import (  # noqa: F401  (each module registers its r
     loops,
     precision,
     round_trips,
+    sizes,
     sync,
     timing,
     transfers,

@@ -36,6 +36,8 @@ know the size to allocate the result, so `x.nonzero()`, `torch.where(mask)` with
 argument, `torch.unique(x)`, `x[x > 0]` (a gather by a boolean mask) and
 `x.repeat_interleave(counts)` without `output_size=` wait for the GPU to count. A result of
 fixed size does not: `torch.where(mask, x, 0)`, a masked sum, an index known on the host.
+A GPU value used where Python needs an int waits the same way: a slice's bound
+(`x[:, : lengths.max()]`), a size (`torch.zeros(b, counts.max())`), `range(n)`.
 
 A read that decides whether a loop stops (`if (tokens == eos).all(): break`), that hands
 each result out as it is made (`yield t.item()`), or that sits inside a region the program
