@@ -1639,9 +1639,7 @@ class _Walker(FunctionResultsMixin):
                 return _method_key(definitions, name, "__init__")
             case ast.Attribute(value=ast.Name(id="self"), attr=attr):
                 owner_scope = evaluator.scope.enclosing_class()
-                if owner_scope is None:
-                    return []
-                return _method_key(definitions, owner_scope.name, attr)
+                return _method_key(definitions, owner_scope.name, attr) if owner_scope else []
             case ast.Attribute(value=ast.Call(func=ast.Name(id="super")), attr=attr):
                 owner_scope = evaluator.scope.enclosing_class()
                 if owner_scope is None:
