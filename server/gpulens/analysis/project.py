@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TypeVar
 
+from gpulens.analysis.overrides import CALLED_BY
 from gpulens.analysis.symbols import Kind, Value
 
 Arguments = tuple[tuple[int | str, Value | None], ...]
@@ -25,6 +26,10 @@ Arguments = tuple[tuple[int | str, Value | None], ...]
 # "Class.method"), the arguments, the loop that calls it (None: not in a loop), and whether
 # every call reaches it only through a guess
 Incoming = tuple[tuple[str, Arguments, str | None, bool], ...]
+# the calls per step a module's classes make on themselves (`self._update(x)` in `update`),
+# which run the overrides of their subclasses in other modules: the module, the key
+# (`Base._update<update`), the arguments and the loop that runs the caller
+Inherited = tuple[tuple[str, str, Arguments, str], ...]
 
 # what one module's function returns, as another module reads it: (its module, its key in
 # the module, the value)
@@ -83,6 +88,8 @@ class ProjectView:
     # the project: those beside its top package (or beside the script, whose folder is on
     # `sys.path` when it runs: `from utils import make_env`)
     siblings: frozenset[str] = frozenset()
+    # what the classes this file imports call on themselves per step (`Inherited`)
+    inherited: Inherited = ()
 
 
 def returnable(value: Value | None) -> Value | None:
@@ -410,6 +417,7 @@ class ProjectIndex:
             self.incoming(path),
             returns=self.returns_for(path),
             siblings=self.siblings(path),
+            inherited=self.inherited(path),
         )
 
     def record(
@@ -419,7 +427,7 @@ class ProjectIndex:
         whether they changed."""
         module = self.modules[path][0]
         calls = tuple(calls)
-        kept = tuple(c for c in calls if c.module != module and _informs(c))
+        kept = tuple(c for c in calls if (c.module != module or CALLED_BY in c.key) and _informs(c))
         called = frozenset((c.module, c.key) for c in calls if c.module != module)
         returned = tuple(returns)
         changed = (self._calls.get(path, ()), self._called.get(path), self._returns.get(path)) != (
@@ -457,7 +465,24 @@ class ProjectIndex:
             (call.key, call.arguments, call.hot_call, call.guessed)
             for caller, calls in self._calls.items()
             for call in calls
-            if call.module == module and path in self.resolved(module, caller)
+            if call.module == module
+            and CALLED_BY not in call.key
+            and path in self.resolved(module, caller)
+        }
+        return tuple(sorted(found, key=repr))
+
+    def inherited(self, path: str) -> Inherited:
+        """What the classes ``path`` imports from the other modules call on themselves per
+        step (the calls their subclasses' overrides receive)."""
+        imported = self._called.get(path, frozenset())
+        found = {
+            (call.module, call.key, call.arguments, call.hot_call)
+            for caller, calls in self._calls.items()
+            for call in calls
+            if CALLED_BY in call.key
+            and call.hot_call is not None
+            and (call.module, call.key.partition(".")[0]) in imported
+            and caller in self.resolved(call.module, path)
         }
         return tuple(sorted(found, key=repr))
 

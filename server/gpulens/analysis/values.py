@@ -455,6 +455,8 @@ class Evaluator:
             return None  # `"{:.4f}".format(loss)`: a Python str
         if simple_name(func) in fw.ARRAY_MODULE_FUNCTIONS and node.args:
             return ARRAY_MODULE
+        if simple_name(func) in fw.ARRAY_DEVICE_FUNCTIONS and node.args:
+            return None  # `get_device(x)`: which device x is on, an object of the host
         if self.fastai_to_host(node) is not None:
             return Value(Kind.HOST)  # `to_detach(learn.pred)`: a copy on the CPU
         if (

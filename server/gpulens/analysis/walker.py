@@ -40,6 +40,12 @@ from gpulens.analysis.incremental import CALLED, FunctionMemo, first_line
 from gpulens.analysis.mappings import gives_keys, mapping_names, may_give_keys
 from gpulens.analysis.model import Finding
 from gpulens.analysis.module_forward import runs_per_call, tensor_inputs
+from gpulens.analysis.overrides import (
+    builds_itself,
+    overrides_reached,
+    overriding,
+    self_call_key,
+)
 from gpulens.analysis.project import (
     RECORD_FIELD,
     ModuleLinks,
@@ -173,6 +179,12 @@ class _Walker(FunctionResultsMixin):
             for key, arguments, hot_call, guessed in project.incoming:
                 kept = self.received_from_project(key, arguments)
                 self.merge_call(_GUESSED + key if guessed else key, kept, hot_call)
+            imported = links.names if links is not None else {}
+            for module, key, arguments, hot_call in project.inherited:
+                # a base of another module calls this override per step (`overrides`)
+                for local, passes in overriding(definitions, imported, module, key):
+                    kept = self.received_from_project(local, arguments) if passes else ()
+                    self.merge_call(local, kept, hot_call)
             self.project_returned = {(m, k): v for m, k, v in project.returns}
             if self.project_returned and links is not None:
                 self.evaluator.foreign_return = self.foreign_return
@@ -1481,7 +1493,45 @@ class _Walker(FunctionResultsMixin):
                 hot_call = f"{_STEP_CALL if per_step else 'the loop that calls'} {called}()"
                 if not per_step and per_item:
                     hot_call += _PER_ITEM
-            self.call_made(key, tuple(arguments), hot_call)
+            passed = () if self.built_otherwise(node.func, target) else tuple(arguments)
+            self.call_made(key, passed, hot_call)
+            if hot_call is not None and not guessed and not foreign:
+                self.inheritable_call(node, target, arguments, hot_call)
+
+    def built_otherwise(self, func: ast.expr, target: str) -> bool:
+        """`self.m(x)` reaching the override ``target`` of a subclass that builds itself
+        otherwise (`builds_itself`): the call runs it, but x is not known for it."""
+        owner = self.evaluator.scope.enclosing_class()
+        if owner is None or not isinstance(func, ast.Attribute):
+            return False
+        cls = target.rpartition(".")[0]
+        if cls == owner.name or self.definitions.method(cls, func.attr) is None:
+            return False
+        base = self.definitions.method(owner.name, func.attr)
+        return (
+            base is not None and base[0] != cls and builds_itself(self.definitions, cls, owner.name)
+        )
+
+    def inheritable_call(
+        self,
+        node: ast.Call,
+        target: str,
+        arguments: list[tuple[int | str, Value | None]],
+        hot_call: str,
+    ) -> None:
+        """`self._update(...)` in a method of the class that defines `_update`, run per
+        step: recorded for the project's index as the class's own call, which runs the
+        override of each subclass in the other modules that inherits the caller."""
+        if self.links is None or not (
+            isinstance(node.func, ast.Attribute)
+            and isinstance(node.func.value, ast.Name)
+            and node.func.value.id == "self"
+        ):
+            return
+        key = self_call_key(self.definitions, self.ctx.function, target)
+        if key is not None:
+            kept = tuple((k, portable(v)) for k, v in arguments)
+            self.call_made(f"{_PROJECT}{self.links.module}:{key}", kept, hot_call)
 
     def record_handler(self, node: ast.Call) -> None:
         """`engine.add_event_handler(Events.ITERATION_COMPLETED, f)`: the engine runs f, a
@@ -1553,6 +1603,16 @@ class _Walker(FunctionResultsMixin):
 
     def call_targets(self, func: ast.expr) -> list[str]:
         """The keys of the file's functions and methods a call of ``func`` may run."""
+        targets = self._call_targets(func)
+        match func:
+            case ast.Attribute(value=ast.Name(id="self"), attr=attr) if targets:
+                owner = self.evaluator.scope.enclosing_class()
+                if owner is not None:
+                    caller = self.ctx.function
+                    targets += overrides_reached(self.definitions, owner.name, attr, caller)
+        return targets
+
+    def _call_targets(self, func: ast.expr) -> list[str]:
         definitions = self.definitions
         evaluator = self.evaluator
         match func:

@@ -15,6 +15,7 @@ from gpulens.analysis.rules.common import (
     shown,
     starts_line,
 )
+from gpulens.analysis.rules.host_samples import host_sample
 from gpulens.analysis.rules.registry import checks, rule
 from gpulens.analysis.symbols import Kind, keyword, names_in
 
@@ -68,6 +69,9 @@ def check_cpu_then_moved(node: ast.Call, ctx: Context) -> None:
     if isinstance(source, ast.Call | ast.Subscript):
         factory, steps = _under_host_steps(source, ctx)
         if factory is None:
+            return
+        if host_sample(factory, ctx):
+            _report_host_sample(node, factory, ctx)
             return
         if not is_cpu_factory(factory, ctx):
             _report_constant(node, factory, ctx)
@@ -143,6 +147,21 @@ def _report_constant(move: ast.Call, made: ast.Call, ctx: Context) -> None:
         "copies it to the GPU every time this runs. Use the Python number in the "
         "arithmetic, or register the constant once as a buffer that moves with the module.",
         severity=severity,
+    )
+
+
+def _report_host_sample(move: ast.Call, sample: ast.Call, ctx: Context) -> None:
+    """`self.mix.sample((n,)).to(x.device)`: a distribution of host numbers draws on the
+    host (no `device=` to add: the distribution's parameters decide where it samples)."""
+    assert isinstance(sample.func, ast.Attribute)
+    suffix = _one_line(ctx.text(move)[len(ctx.text(sample)) :])
+    ctx.report(
+        CPU_THEN_MOVED,
+        move,
+        f"`{shown(ctx, sample)}` draws from a distribution of host numbers, so the tensor is "
+        f"filled in host memory; then `{suffix}` copies it to the GPU. Build the distribution "
+        "from tensors on the device (`torch.tensor(a, device=d)`) and it samples there: no "
+        "host allocation, no transfer.",
     )
 
 
