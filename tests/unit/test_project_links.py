@@ -61,3 +61,30 @@ def test_the_statements_of_real_files_are_those_walk_finds(folder: str) -> None:
     for path in files:
         tree = ast.parse(path.read_text(encoding="utf-8"))
         assert [n for n in _statements(tree) if isinstance(n, ast.stmt)] == _walked(tree), path
+
+
+def test_helper_reads_follow_re_exports_to_the_last_def(tmp_path: Path) -> None:
+    """A helper found through a package's relative re-export under another name, its
+    `@overload` stubs replaced by the def that runs; a name rebound to something else is
+    no helper."""
+    from gpulens.analysis.helper_reads import helper_reads
+
+    package = tmp_path / "pkg"
+    (package / "util").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "util" / "__init__.py").write_text(
+        "from .convert import to_float as as_float, to_float\nto_float = None\n"
+    )
+    (package / "util" / "convert.py").write_text(
+        "import torch\nfrom typing import overload\n\n"
+        "@overload\ndef to_float(x: torch.Tensor) -> float: ...\n"
+        "@overload\ndef to_float(x: None) -> None: ...\n"
+        "def to_float(x, scale=1):\n"
+        "    if isinstance(x, torch.Tensor):\n"
+        "        return x.detach().item()\n"
+        "    return x\n"
+    )
+    root = str(tmp_path)
+    assert helper_reads(root, "pkg.util", "as_float") == ((0, "x", "`.item()`"),)
+    assert helper_reads(root, "pkg.util", "to_float") == ()
+    assert helper_reads(root, "pkg.missing", "to_float") == ()

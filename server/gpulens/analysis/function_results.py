@@ -95,6 +95,7 @@ class FunctionResultsMixin:
     links: ModuleLinks | None  # where calls into the project's other modules go
     # what the functions of the other modules the file calls return: (module, key) -> value
     project_returned: dict[tuple[str, str], Value]
+    helper_root: str
 
     def walk_function(
         self, function: Function, enclosing: Scope, is_method: bool, sites: CallSites | None
@@ -372,6 +373,7 @@ class FunctionResultsMixin:
                 self.evaluator.fastai,  # whose names the file cannot resolve
                 None if self.links is None else self.links.key,
                 tuple(sorted(self.project_returned.items(), key=repr)),
+                self.helper_root,  # where the helpers the file imports are read
             )
         return self._file_key
 

@@ -88,6 +88,9 @@ class ProjectView:
     # the project: those beside its top package (or beside the script, whose folder is on
     # `sys.path` when it runs: `from utils import make_env`)
     siblings: frozenset[str] = frozenset()
+    # the folder whose entry on `sys.path` makes the module importable: where the sources
+    # of the modules it imports are read ("" where none is known)
+    root: str = ""
     # what the classes this file imports call on themselves per step (`Inherited`)
     inherited: Inherited = ()
 
@@ -216,7 +219,7 @@ class ModuleLinks:
                         top = alias.name.split(".", 1)[0]
                         self._link(top, (top, None))
             elif isinstance(node, ast.ImportFrom):
-                base = _absolute(node, package)
+                base = absolute(node, package)
                 if base is None:
                     continue
                 for alias in node.names:
@@ -371,7 +374,7 @@ def _call_keys(module: str, member: str) -> list[Target]:
     return [(module, member), (module, f"{member}.__init__")]
 
 
-def _absolute(node: ast.ImportFrom, package: str) -> str | None:
+def absolute(node: ast.ImportFrom, package: str) -> str | None:
     """The module a `from … import` names, relative ones resolved from ``package``."""
     if not node.level:
         return node.module
@@ -417,8 +420,13 @@ class ProjectIndex:
             self.incoming(path),
             returns=self.returns_for(path),
             siblings=self.siblings(path),
+            root=self.root(path),
             inherited=self.inherited(path),
         )
+
+    def root(self, path: str) -> str:
+        """The folder whose entry on `sys.path` makes ``path``'s module importable."""
+        return str(self._roots[path])
 
     def record(
         self, path: str, calls: Iterable[ProjectCall], returns: Iterable[ProjectReturn] = ()
@@ -520,7 +528,7 @@ def settle(
     project, in order. Returns each file's last view and the result of its last walk."""
     index = ProjectIndex(dict(modules))
     views = {
-        path: ProjectView(*module, (), True, siblings=index.siblings(path))
+        path: ProjectView(*module, (), True, siblings=index.siblings(path), root=index.root(path))
         for path, module in modules.items()
     }
     results = dict(zip(views, walk(list(views.items())), strict=True))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Callable, Container, Iterable
+from collections.abc import Callable, Container, Iterable, Mapping
 from dataclasses import replace
 
 from gpulens.analysis import frameworks as fw
@@ -62,6 +62,7 @@ class Evaluator:
         "fastai",
         "foreign_records",
         "foreign_return",
+        "helper_reads",
         "imports",
         "in_forward",
         "judgments_read",
@@ -112,6 +113,10 @@ class Evaluator:
         # that module's walk knows it), given the called expression and whether a function
         # is being judged apart from its callers
         self.foreign_return: Callable[[ast.expr, bool], Value | None] | None = None
+        # what a called function of another module of the project reads on the host of what
+        # it is handed (set by the walker where the project's sources are known): its name
+        # and its reads (`host_reads`), given the called expression
+        self.helper_reads: Callable[[ast.expr], tuple[str, HostReads] | None] | None = None
         # the record classes the file imports from other modules of the project, with what
         # their modules build each field with (set by the walker): a stand-in class each
         self.foreign_records: dict[str, tuple[ast.ClassDef, dict[str, Value]]] = {}
@@ -1254,13 +1259,19 @@ def host_reads(
     function: Function,
     positional: list[str],
     may_read: Callable[[ast.stmt], bool] | None = None,
+    *,
+    converted: bool = False,
 ) -> HostReads:
     """The parameters of ``function`` (``positional``: those a call passes by position, in
     order) whose values reach, through its unconditional statements, a read on the host:
     `.item()`, `.tolist()`, `.cpu()`, `.numpy()`, `.nonzero()` and the like, `float()`,
     `int()`, `bool()`. Judged from the text alone: a parameter the caller fills with a GPU
     array makes each call wait. ``may_read``: False for a statement whose text holds no such
-    read (a quicker test than its tree; the result is the same without it)."""
+    read (a quicker test than its tree; the result is the same without it). ``converted``:
+    only reads of the value itself, converted (`x.item()`, `x.detach().cpu().numpy()`,
+    `float(x)`), not of what is computed from it (`bool(mask.any())`, `x[i].item()`,
+    `np.max([t.shape for t in x]).tolist()`): a helper that hands back what it is given as
+    host values."""
     statements = _unconditional(function.body)
     reading = [may_read is None or may_read(statement) for statement in statements]
     if True not in reading:
@@ -1271,7 +1282,8 @@ def host_reads(
     found: dict[str, str] = {}
     last = len(reading) - 1 - reading[::-1].index(True)
     for statement, reads in zip(statements[: last + 1], reading, strict=False):
-        for node in _expressions_in(statement) if reads else ():
+        nodes = _expressions_in(statement) if reads else []
+        for node in nodes + (_tensor_branch_reads(statement, sources) if reads else []):
             match node:
                 case ast.Call(func=ast.Attribute(attr=attr, value=receiver), args=[]) if (
                     attr in fw.SYNC_METHODS or attr in fw.SIZE_FROM_VALUES_METHODS
@@ -1283,7 +1295,12 @@ def host_reads(
                     continue
             if is_host_expression(held):
                 continue
-            for name in names_in(held):
+            if converted:
+                root = _chain_root(held)
+                names = {root} if root is not None else set()
+            else:
+                names = names_in(held)
+            for name in names:
                 for parameter in sources.get(name, ()):
                     found.setdefault(parameter, read)
         match statement:
@@ -1291,6 +1308,8 @@ def host_reads(
                 reached = (
                     frozenset()
                     if is_host_expression(value)
+                    else frozenset(sources.get(_chain_root(value) or "", ()))
+                    if converted
                     else frozenset().union(*(sources.get(n, ()) for n in names_in(value)))
                 )
                 for target in targets:
@@ -1298,6 +1317,67 @@ def host_reads(
                         sources[name] = reached
     index = {name: position for position, name in enumerate(positional)}
     return tuple((index.get(parameter, -1), parameter, read) for parameter, read in found.items())
+
+
+def _chain_root(node: ast.expr) -> str | None:
+    """`x` of `x`, `x.data`, `x.detach().cpu()`: the name whose value ``node`` is, only
+    converted; None where anything computes on it (`x.any()`, `x[mask]`, `np.max(x)`)."""
+    while True:
+        match node:
+            case ast.Name(id=name):
+                return name
+            case ast.Attribute(value=inner, attr="data"):
+                node = inner
+            case ast.Call(func=ast.Attribute(value=inner, attr=attr), args=[], keywords=[]) if (
+                attr in _CONVERSIONS
+            ):
+                node = inner
+            case _:
+                return None
+
+
+# methods that hand back the same values, on the same device or copied to the host
+_CONVERSIONS = frozenset(
+    {"detach", "cpu", "numpy", "clone", "contiguous", "float", "double", "squeeze", "flatten"}
+)
+
+
+def _tensor_branch_reads(
+    statement: ast.stmt, sources: Mapping[str, frozenset[str]]
+) -> list[ast.AST]:
+    """The nodes of `if isinstance(x, torch.Tensor): return x.cpu().numpy()` (a converter
+    that takes anything) that read ``x`` itself: the branch a tensor passed as ``x`` takes
+    on every call. Reads of other names there depend on what x is, not on the call."""
+    match statement:
+        case ast.If(
+            test=ast.Call(func=ast.Name(id="isinstance"), args=[ast.Name(id=name), kind])
+        ) if name in sources and _names_tensor(kind):
+            pass
+        case _:
+            return []
+    return [
+        node
+        for inner in _unconditional(statement.body)
+        for node in _expressions_in(inner)
+        if _reads_only(node, name)
+    ]
+
+
+def _reads_only(node: ast.AST, name: str) -> bool:
+    match node:
+        case ast.Call(func=ast.Attribute(value=held)) | ast.Call(func=ast.Name(), args=[held]):
+            return names_in(held) <= {name}
+    return False
+
+
+def _names_tensor(kind: ast.expr) -> bool:
+    """`torch.Tensor`, `Tensor`, or a tuple holding one of them."""
+    match kind:
+        case ast.Attribute(value=ast.Name(id="torch"), attr="Tensor") | ast.Name(id="Tensor"):
+            return True
+        case ast.Tuple(elts=elements):
+            return any(_names_tensor(e) for e in elements)
+    return False
 
 
 # what `host_reads` looks for, in a function's text

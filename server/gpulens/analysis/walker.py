@@ -36,6 +36,7 @@ from gpulens.analysis.guards import (
     scalar_unless,
     tensor_unless,
 )
+from gpulens.analysis.helper_reads import helper_reads
 from gpulens.analysis.incremental import CALLED, FunctionMemo, first_line
 from gpulens.analysis.mappings import gives_keys, mapping_names, may_give_keys
 from gpulens.analysis.model import Finding
@@ -70,7 +71,7 @@ from gpulens.analysis.symbols import (
     simple_name,
 )
 from gpulens.analysis.training import backward_losses, one_training_step
-from gpulens.analysis.values import Evaluator, element_of
+from gpulens.analysis.values import Evaluator, HostReads, element_of
 
 if TYPE_CHECKING:
     from gpulens.analysis.regions import Trace
@@ -169,6 +170,7 @@ class _Walker(FunctionResultsMixin):
         self.links = links
         self._has_loops: dict[int, tuple[Function, bool]] = {}  # (the def kept: ids stay unique)
         self.project_returned: dict[tuple[str, str], Value] = {}
+        self.helper_root = ""  # where the sources of the project's modules are read
         # the names the file cannot resolve are fastai's: it imports all of a fastai
         # module's names, or is a module of fastai's own package (relative imports)
         self.fastai = any(m.split(".", 1)[0] == fw.FASTAI_PACKAGE for m in definitions.stars) or (
@@ -186,6 +188,9 @@ class _Walker(FunctionResultsMixin):
                     kept = self.received_from_project(local, arguments) if passes else ()
                     self.merge_call(local, kept, hot_call)
             self.project_returned = {(m, k): v for m, k, v in project.returns}
+            if project.root and links is not None:
+                self.helper_root = project.root
+                self.evaluator.helper_reads = self.foreign_helper_reads
             if self.project_returned and links is not None:
                 self.evaluator.foreign_return = self.foreign_return
                 self.evaluator.foreign_records = self.foreign_records(links)
@@ -264,6 +269,21 @@ class _Walker(FunctionResultsMixin):
             if target in self.project_returned
         ]
         return found[0] if len(set(found)) == 1 else None
+
+    def foreign_helper_reads(self, func: ast.expr) -> tuple[str, HostReads] | None:
+        """What a call of ``func``, a top-level function of another module of the project,
+        reads on the host of what it is handed (`helper_reads`), with the function's name;
+        None for anything else (a method, a function of the file)."""
+        assert self.links is not None
+        if isinstance(func, ast.Name) and (
+            func.id in self.definitions.functions or func.id in self.definitions.classes
+        ):
+            return None
+        for module, key in self.links.targets(func, self.ctx.function, None):
+            if key is not None and "." not in key:
+                reads = helper_reads(self.helper_root, module, key)
+                return (f"{module}.{key}", reads) if reads else None
+        return None
 
     def project_returns(self, module: str) -> tuple[ProjectReturn, ...]:
         """What the module's functions and methods return, as a call from another module
