@@ -88,7 +88,7 @@ def check_cpu_then_moved(node: ast.Call, ctx: Context) -> None:
             f"`{shown(ctx, factory)}` fills the tensor in host memory, then `{_one_line(suffix)}` "
             "copies it to the GPU. Pass `device=` so the GPU creates it in place: no host "
             "allocation, no transfer.",
-            _device_fixes(
+            device_fixes(
                 factory,
                 f"Create it on the device (`device={device}`)",
                 (add_keyword(ctx, factory, f"device={device}"), *moves),
@@ -193,7 +193,7 @@ def is_cpu_factory(call: ast.Call, ctx: Context) -> bool:
     return not has_double_star(call) and keyword(call, "out") is None
 
 
-def _device_fixes(
+def device_fixes(
     factory: ast.Call,
     title: str,
     edits: tuple[Edit, ...],
@@ -368,6 +368,17 @@ def _under_host_steps(
     return (current if isinstance(current, ast.Call) else None), frozenset(steps)
 
 
+def host_factory_of(
+    node: ast.Call | ast.Subscript, ctx: Context
+) -> tuple[ast.Call, frozenset[str]] | None:
+    """The factory without `device=` that a chain of host steps starts from, and the
+    steps: `torch.arange(n)` of `torch.arange(n).unsqueeze(1)`."""
+    factory, steps = _under_host_steps(node, ctx)
+    if factory is None or not is_cpu_factory(factory, ctx):
+        return None
+    return factory, steps
+
+
 def _is_view(index: ast.expr, ctx: Context) -> bool:
     """An index that only reshapes or narrows (`[:, :, None]`, `[..., 0]`, `[:n]`), the
     same on either device; not a pick by an index or a mask."""
@@ -451,7 +462,7 @@ def _named_fix(
         else Span(span.line, 0, span.end_line, len(lines[span.end_line])),
         "",
     )
-    return _device_fixes(
+    return device_fixes(
         factory,
         f"Create `{name}` on the device (`device={device}`)",
         (add_keyword(ctx, factory, f"device={device}"), removal),
@@ -491,7 +502,7 @@ def _report_made_earlier(move: ast.Call, name: str, device: str, ctx: Context) -
     reported on the factory, where `device=` belongs. The fix passes `device=` there and
     keeps the move (then a no-op): safe where the device is known at the factory's line and
     no read of the name outside the steps sees the moved tensor where it saw the host one."""
-    traced = _made_earlier(name, ctx)
+    traced = made_earlier(name, ctx)
     if traced is None:
         return
     factory, made, steps = traced
@@ -499,7 +510,7 @@ def _report_made_earlier(move: ast.Call, name: str, device: str, ctx: Context) -
     fixes = (
         ()
         if why_not
-        else _device_fixes(
+        else device_fixes(
             factory,
             f"Create `{name}` on the device (`device={device}`)",
             (add_keyword(ctx, factory, f"device={device}"),),
@@ -517,7 +528,7 @@ def _report_made_earlier(move: ast.Call, name: str, device: str, ctx: Context) -
     )
 
 
-def _made_earlier(name: str, ctx: Context) -> tuple[ast.Call, ast.stmt, frozenset[str]] | None:
+def made_earlier(name: str, ctx: Context) -> tuple[ast.Call, ast.stmt, frozenset[str]] | None:
     """The factory whose host tensor ``name`` holds at the current statement, the statement
     of this block that makes it, and the host steps between: each statement between that
     mentions the name rebinds it to a cast, reshape or fill of itself or to itself plus,

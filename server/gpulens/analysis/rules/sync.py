@@ -8,6 +8,7 @@ from collections import Counter
 
 from gpulens.analysis import frameworks as fw
 from gpulens.analysis.context import Context, Loop
+from gpulens.analysis.filled_lists import filled_list_items, host_names
 from gpulens.analysis.guards import device_test, leaves_loop
 from gpulens.analysis.model import Fix, Severity
 from gpulens.analysis.rules.common import after_loop, fix, replace, shown
@@ -824,6 +825,8 @@ def _built_from_gpu_values(node: ast.Call, loop: Loop, ctx: Context) -> bool:
                 node, made, element, loop, ctx
             )
             return False
+        case [ast.Name(id=name) as filled, *_]:
+            return _built_from_filled_list(node, filled, name, loop, ctx)
         case _:
             return False
     held = [e for e in elements if _gpu_item(e, ctx)]
@@ -831,6 +834,44 @@ def _built_from_gpu_values(node: ast.Call, loop: Loop, ctx: Context) -> bool:
         return False
     _report_built(node, held[0], loop, ctx)
     return True
+
+
+def _built_from_filled_list(
+    node: ast.Call, held: ast.Name, name: str, loop: Loop, ctx: Context
+) -> bool:
+    """`torch.tensor(values)` of a list the function started empty and filled by appends:
+    read item by item like a list written out. Items the file shows on the GPU make the
+    list a GPU value (the walker's `hold`); items a loop running a backward pass computes
+    (not host numbers) are GPU values by a guess only."""
+    items = filled_list_items(ctx.function, name) if ctx.function is not None else None
+    if not items:
+        return False
+    value = ctx.value(held)
+    if value is not None and value.kind is Kind.GPU:
+        _report_built(node, held, loop, ctx)
+        return True
+    if not loop.backward or value is not None:
+        return False
+    hosts = host_names(ctx.function) if ctx.function is not None else frozenset()
+    if not all(_computed_tensor(item, hosts, ctx) for item in items):
+        return False
+    report_sync(
+        node,
+        f"`{shown(ctx, node)}` reads each value of `{name}` on the host (a copy back and a wait "
+        f"each) to build the tensor there, {_then(node)}",
+        loop,
+        ctx,
+        advice=". Keep it on the device: `torch.stack(values)`.",
+        subject=Value(Kind.GPU, guessed=True),
+        unsure="as the backward pass in the loop that fills the list suggests",
+    )
+    return True
+
+
+def _computed_tensor(item: ast.expr, hosts: frozenset[str], ctx: Context) -> bool:
+    """An appended item that may be a tensor: not a host value (`float(loss)`, a name bound
+    to one), nor a model."""
+    return not is_host_expression(item, hosts) and may_be_tensor(item, ctx)
 
 
 def _built_from_items(
@@ -846,16 +887,17 @@ def _gpu_item(element: ast.expr, ctx: Context) -> bool:
     return ctx.on_gpu(element)
 
 
+def _then(node: ast.Call) -> str:
+    if keyword(node, "device") is not None:
+        return "then copies it to the device it names"
+    return "where the result stays"
+
+
 def _report_built(node: ast.Call, held: ast.expr, loop: Loop, ctx: Context) -> None:
-    then = (
-        "then copies it to the device it names"
-        if keyword(node, "device") is not None
-        else "where the result stays"
-    )
     report_sync(
         node,
         f"`{shown(ctx, node)}` reads each GPU value of its list on the host (a copy back and "
-        f"a wait each) to build the tensor there, {then}",
+        f"a wait each) to build the tensor there, {_then(node)}",
         loop,
         ctx,
         advice=". Keep it on the device: `torch.stack([...])`, `torch.cat`, or `x.view(1)` for "
