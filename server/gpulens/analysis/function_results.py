@@ -24,6 +24,7 @@ from gpulens.analysis.incremental import (
 from gpulens.analysis.rules.sync import mentions_mps, module_loggers
 from gpulens.analysis.rules.timing import chooses_only_cuda
 from gpulens.analysis.symbols import Kind, Scope, Value
+from gpulens.analysis.values import record_field_names
 
 if TYPE_CHECKING:
     from gpulens.analysis.context import Context
@@ -367,7 +368,12 @@ class FunctionResultsMixin:
                 tuple(sorted(definitions.duplicated)),
                 tuple(sorted(definitions.relatives)),
                 # which classes are records, whose fields hold what they are built with
-                tuple(sorted(self.evaluator.record_classes())),
+                tuple(
+                    sorted(
+                        (name, tuple(record_field_names(cls)))
+                        for name, cls in self.evaluator.record_classes().items()
+                    )
+                ),
                 mentions_mps(self.ctx),
                 self.evaluator.fastai,  # whose names the file cannot resolve
                 None if self.links is None else self.links.key,
