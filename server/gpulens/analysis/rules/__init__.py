@@ -6,6 +6,7 @@ from gpulens.analysis.rules import (  # noqa: F401  (each module registers its r
     devices,
     factories,
     forwards,
+    host_indexes,
     loops,
     precision,
     round_trips,
