@@ -177,7 +177,9 @@ class FunctionResultsMixin:
         pending findings it added."""
         ctx = self.ctx
         sites = self.sites_of(function, enclosing, is_method)
-        first = function.lineno - 1
+        # its decorators included, as `function_body` keys a memo entry: a result one
+        # records is replayed by the other, shifted by the difference of the two
+        first = first_line(function) - 1
         last = (function.end_lineno or function.lineno) - 1
         key = None
         judged = len(self.evaluator.judgments_read)
