@@ -395,6 +395,47 @@ class Scorer:
     def best(self, x):
         return x.max()
 """
+RECORD_BY_A_CALL = """
+import collections
+import torch
+
+Stages = collections.namedtuple("Stages", "weights, order")
+
+
+def combine(y, stages):
+    for w in stages.weights:
+        if w == 0.0:
+            y = y + 1
+    return y
+
+
+def run(y, device):
+    stages = Stages(weights=torch.ones(3, device="cuda"), order=[1, 2])
+    for _ in range(10):
+        y = combine(y, stages)
+    return y
+"""
+
+BACKWARD_OF_A_FUNCTION = """
+import torch
+
+
+class Clamp(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x.clamp(0, 1)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        inside = (x > 0) & (x < 1)
+        if inside.sum() > 0:
+            grad = grad * inside
+        return grad
+"""
+
+
 OUTSIDE_CHANGES = {
     # the issue's case: a syntax error elsewhere hid a finding, and the repair did not bring
     # it back (the fix's preamble needs a file that parses)
@@ -473,6 +514,17 @@ OUTSIDE_CHANGES = {
         METHOD_OF_AN_OBJECT,
         METHOD_OF_AN_OBJECT.replace("return x.max()", "return x.max().item()"),
         METHOD_OF_AN_OBJECT,
+    ],
+    "a record made by a call whose field list changes": [
+        RECORD_BY_A_CALL,
+        RECORD_BY_A_CALL.replace('"weights, order"', '"order, weights"'),
+        RECORD_BY_A_CALL.replace('"weights, order"', '"order"'),
+        RECORD_BY_A_CALL,
+    ],
+    "an autograd function whose base is no longer one": [
+        BACKWARD_OF_A_FUNCTION,
+        BACKWARD_OF_A_FUNCTION.replace("(torch.autograd.Function)", "(object)"),
+        BACKWARD_OF_A_FUNCTION,
     ],
     "two spellings of one import swapped": [
         TWO_SPELLINGS,

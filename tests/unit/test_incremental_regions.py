@@ -251,3 +251,36 @@ def test_a_text_read_again_from_the_edit_on_parses_as_a_fresh_one(seed: int) -> 
             assert parser.statement_starts(text) == fresh.statement_starts(text)
             assert parser.lines_of(text) == split_lines(text)
             assert parser.lines_of(text + "\n") is None
+
+
+DECORATED_HOOK_AFTER_AN_EDIT = """import torch
+
+
+class A(torch.autograd.Function):
+    @staticmethod
+    def other(ctx, g):
+        g = g * 2
+        return g
+
+
+class B(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, logits, grad):
+        largest = logits.abs().max().item()
+        return grad / largest
+"""
+
+
+def test_a_decorated_function_walked_alone_is_replayed_where_it_moved() -> None:
+    """A body walked alone (typed into, then restored) is remembered from its decorator's
+    line, as a whole-file walk remembers it: an edit above it later moves its findings."""
+    text = DECORATED_HOOK_AFTER_AN_EDIT
+    lines = text.splitlines(keepends=True)
+
+    def typed(line: int, statement: str) -> str:
+        return "".join([*lines[:line], f"        {statement}\n", *lines[line:]])
+
+    analyzer = DocumentAnalyzer()
+    analyzer.analyze(text, DEFAULT_CONFIG)
+    for edited in (typed(14, "total = 1"), text, typed(7, "d")):
+        assert analyzer.analyze(edited, DEFAULT_CONFIG) == analyze(edited)

@@ -40,6 +40,60 @@ def is_static(function: Function) -> bool:
 CONSTRUCTORS = ("__init__", "__post_init__", "setup", "reset_parameters")
 
 
+# `namedtuple("State", "t y")`, `typing.NamedTuple("State", [("t", Tensor), ...])`
+_RECORD_FACTORIES = frozenset({"namedtuple", "NamedTuple"})
+
+
+def record_made(statement: ast.Assign) -> ast.ClassDef | None:
+    """`State = collections.namedtuple("State", "t, y")`: the record class the call makes,
+    as the class statement that would define it (`class State(NamedTuple): t: ...`), so
+    that its objects keep what they are built with, field by field, as a written one's do."""
+    match statement:
+        case ast.Assign(
+            targets=[ast.Name(id=name)],
+            value=ast.Call(func=ast.Name(id=factory) | ast.Attribute(attr=factory), args=args),
+        ) if factory in _RECORD_FACTORIES and len(args) == 2:
+            fields = _field_names(args[1])
+        case _:
+            return None
+    if not fields:
+        return None
+    body: list[ast.stmt] = [
+        ast.AnnAssign(
+            target=ast.Name(id=field_name, ctx=ast.Store()),
+            annotation=ast.Name(id="object", ctx=ast.Load()),
+            value=None,
+            simple=1,
+        )
+        for field_name in fields
+    ]
+    made = ast.ClassDef(
+        name=name,
+        bases=[ast.Name(id="NamedTuple", ctx=ast.Load())],
+        keywords=[],
+        body=body,
+        decorator_list=[],
+    )
+    for node in ast.walk(made):
+        ast.copy_location(node, statement)
+    return made
+
+
+def _field_names(node: ast.expr) -> list[str]:
+    """`"t, y"`, `"t y"`, `["t", "y"]`, `[("t", Tensor), ("y", Tensor)]`: the names."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value.replace(",", " ").split()
+    if not isinstance(node, ast.List | ast.Tuple):
+        return []
+    names: list[str] = []
+    for element in node.elts:
+        named = element.elts[0] if isinstance(element, ast.Tuple) and element.elts else element
+        if not (isinstance(named, ast.Constant) and isinstance(named.value, str)):
+            return []
+        names.append(named.value)
+    return names if all(n.isidentifier() for n in names) else []
+
+
 @dataclass(slots=True)
 class Definitions:
     functions: dict[str, Function] = field(default_factory=dict)  # module level, by name
@@ -71,6 +125,10 @@ class Definitions:
                 found.functions[statement.name] = statement
             elif isinstance(statement, ast.ClassDef):
                 found.add_class(statement)
+            elif isinstance(statement, ast.Assign):
+                record = record_made(statement)
+                if record is not None:
+                    found.add_class(record)
         return found
 
     def add_class(self, node: ast.ClassDef) -> None:

@@ -24,6 +24,7 @@ from gpulens.analysis.incremental import (
 from gpulens.analysis.rules.sync import mentions_mps, module_loggers
 from gpulens.analysis.rules.timing import chooses_only_cuda
 from gpulens.analysis.symbols import Kind, Scope, Value
+from gpulens.analysis.values import record_field_names
 
 if TYPE_CHECKING:
     from gpulens.analysis.context import Context
@@ -177,7 +178,9 @@ class FunctionResultsMixin:
         pending findings it added."""
         ctx = self.ctx
         sites = self.sites_of(function, enclosing, is_method)
-        first = function.lineno - 1
+        # its decorators included, as `function_body` keys a memo entry: a result one
+        # records is replayed by the other, shifted by the difference of the two
+        first = first_line(function) - 1
         last = (function.end_lineno or function.lineno) - 1
         key = None
         judged = len(self.evaluator.judgments_read)
@@ -368,7 +371,12 @@ class FunctionResultsMixin:
                 tuple(sorted(definitions.duplicated)),
                 tuple(sorted(definitions.relatives)),
                 # which classes are records, whose fields hold what they are built with
-                tuple(sorted(self.evaluator.record_classes())),
+                tuple(
+                    sorted(
+                        (name, tuple(record_field_names(cls)))
+                        for name, cls in self.evaluator.record_classes().items()
+                    )
+                ),
                 mentions_mps(self.ctx),
                 self.evaluator.fastai,  # whose names the file cannot resolve
                 None if self.links is None else self.links.key,

@@ -11,8 +11,13 @@ from gpulens.analysis.definitions import Definitions, Function, is_static
 from gpulens.analysis.symbols import Imports
 
 FORWARD = "forward"
-# `torch.autograd.Function`: its static `forward(ctx, ...)` runs on every call of `apply`
+# `torch.autograd.Function`: its static `forward(ctx, ...)` runs on every call of `apply`,
+# its static `backward(ctx, *grads)` on every backward pass through that call
 AUTOGRAD_FUNCTION = "torch.autograd.Function"
+BACKWARD = "backward"
+# what an autograd function's backward reads of what its forward saved: the tensors the
+# forward computed with, on the device of its inputs
+SAVED = ("saved_tensors", "saved_variables")
 # what only a tensor (or an array) has: a parameter read so is one, not a size or a flag
 _TENSOR_METHODS = frozenset(
     {
@@ -39,13 +44,24 @@ def runs_per_call(
     """`forward` of a module class: one the file shows derives from `nn.Module`, or one whose
     bases (through the file's classes) come from the package's own modules (a project's
     base module, `class RBFKernel(Kernel)`, imported relatively or, ``own``, by the
-    package's name) in a file that uses torch; or the static `forward(ctx, ...)` of an
-    autograd function."""
-    if function.name != FORWARD or not imports.uses("torch"):
+    package's name) in a file that uses torch; or the static `forward(ctx, ...)` or
+    `backward(ctx, *grads)` of an autograd function."""
+    if function.name not in (FORWARD, BACKWARD) or not imports.uses("torch"):
         return False
     if is_static(function):
         return _derives(owner, definitions, imports, own, autograd=True)
+    if function.name == BACKWARD:
+        return False  # a module's own `backward` method: no hook torch runs
     return owner in module_classes or _derives(owner, definitions, imports, own, autograd=False)
+
+
+def saved_by_forward(function: Function) -> list[str]:
+    """`ctx.saved_tensors` in an autograd function's backward (`ctx` its first parameter):
+    the names under which it reads what its forward saved."""
+    if function.name != BACKWARD or not is_static(function):
+        return []
+    arguments = [a.arg for a in (*function.args.posonlyargs, *function.args.args)]
+    return [f"{arguments[0]}.{name}" for name in SAVED] if arguments else []
 
 
 def tensor_inputs(function: Function, imports: Imports) -> list[str]:

@@ -20,7 +20,13 @@ from gpulens.analysis import rules as _rules  # noqa: F401  (registers every rul
 from gpulens.analysis.call_order import callers_first
 from gpulens.analysis.config import Config
 from gpulens.analysis.context import Context, Loop
-from gpulens.analysis.definitions import CONSTRUCTORS, Definitions, flat_statements, is_static
+from gpulens.analysis.definitions import (
+    CONSTRUCTORS,
+    Definitions,
+    flat_statements,
+    is_static,
+    record_made,
+)
 from gpulens.analysis.function_results import CallSites, FunctionResultsMixin, Recording
 from gpulens.analysis.guards import (
     device_test,
@@ -40,7 +46,7 @@ from gpulens.analysis.helper_reads import helper_reads
 from gpulens.analysis.incremental import CALLED, FunctionMemo, first_line
 from gpulens.analysis.mappings import gives_keys, mapping_names, may_give_keys
 from gpulens.analysis.model import Finding
-from gpulens.analysis.module_forward import runs_per_call, tensor_inputs
+from gpulens.analysis.module_forward import runs_per_call, saved_by_forward, tensor_inputs
 from gpulens.analysis.overrides import (
     builds_itself,
     overrides_reached,
@@ -427,7 +433,7 @@ class _Walker(FunctionResultsMixin):
         ):
             return None
         inputs = tensor_inputs(function, self.ctx.imports)
-        return f"{_FORWARD_STEP} {scope.name}.forward", inputs, True
+        return f"{_FORWARD_STEP} {scope.name}.{function.name}", inputs, True
 
     def fastai_learners(
         self, function: Function, enclosing: Scope, is_method: bool, step: bool
@@ -557,6 +563,10 @@ class _Walker(FunctionResultsMixin):
             for name in positional:
                 if name in fw.STEP_MODEL_PARAMETERS:
                     scope.bind(name, Value(Kind.GPU_MODULE))  # the model it trains
+            if step[0].startswith(_FORWARD_STEP):
+                for name in saved_by_forward(function):
+                    # what the forward saved: tensors of its inputs' device (a guess)
+                    scope.bind(name, Value(Kind.GPU, exact=False, guessed=True))
         # `def sample(model, x, sigmas): for i in …: model(x, sigmas[i] * s)`: what a loop
         # feeds a model it was handed is likely on the model's device (a guess: hints)
         for name in _fed_to_a_model(function):
@@ -685,6 +695,9 @@ class _Walker(FunctionResultsMixin):
                 self.expression(value)
                 for target in targets:
                     self.assign(target, value)
+                made = self.made_record(node)
+                if made is not None:
+                    self.bind(made.name, Value(Kind.CLASS, origin=made))
             case ast.AnnAssign(target=target, value=value):
                 if value is not None:
                     self.expression(value)
@@ -814,6 +827,15 @@ class _Walker(FunctionResultsMixin):
             self.ctx.loops = saved_loops
             evaluator.invalidate()
         self.bind(node.name, Value(Kind.CLASS, origin=node))
+
+    def made_record(self, node: ast.Assign) -> ast.ClassDef | None:
+        """The record class a module-level `State = namedtuple("State", "t y")` makes, as
+        the file's definitions hold it."""
+        if self.evaluator.scope.kind != "module":
+            return None
+        written = record_made(node)
+        made = self.definitions.classes.get(written.name) if written is not None else None
+        return made if made is not None and made.lineno == node.lineno else None
 
     def for_loop(self, node: ast.For | ast.AsyncFor) -> None:
         self.expression(node.iter)

@@ -339,6 +339,11 @@ def _host_made_in(init: ast.AST, attribute: str) -> bool:
     )
 
 
+def host_made(node: ast.Call | ast.Subscript, ctx: Context) -> ast.Call | None:
+    """The call a chain of host steps starts from (see `_under_host_steps`)."""
+    return _under_host_steps(node, ctx)[0]
+
+
 def _under_host_steps(
     node: ast.Call | ast.Subscript, ctx: Context
 ) -> tuple[ast.Call | None, frozenset[str]]:

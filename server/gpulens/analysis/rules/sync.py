@@ -11,6 +11,7 @@ from gpulens.analysis.context import Context, Loop
 from gpulens.analysis.filled_lists import filled_list_items, host_names
 from gpulens.analysis.guards import device_test, leaves_loop
 from gpulens.analysis.model import Fix, Severity
+from gpulens.analysis.module_forward import BACKWARD
 from gpulens.analysis.rules.common import after_loop, fix, replace, shown
 from gpulens.analysis.rules.registry import checks, rule
 from gpulens.analysis.rules.timing import in_timed_region, just_before_clock_read
@@ -208,7 +209,7 @@ def report_sync(
                 if subject.lib == "cupy":
                     unsure = "as code written for NumPy or CuPy arrays allows"
                 elif ctx.loops and ctx.loops[0].forward:
-                    unsure = "as the inputs of a module's forward usually are"
+                    unsure = _forward_unsure(ctx.loops[0])
                 elif ctx.loops and ctx.loops[0].per_step:
                     # a library's hook (or what it calls), handed data by the library's loop
                     unsure = "as the data a library's loop hands its step suggests"
@@ -223,6 +224,13 @@ def report_sync(
             )
         case None:
             ctx.report(SYNC_IN_LOOP, node, f"{what}, on every iteration of {where}{advice}", fixes)
+
+
+def _forward_unsure(hook: Loop) -> str:
+    """Why what a forward (or an autograd function's backward) reads may be on the GPU."""
+    if getattr(hook.node, "name", None) == BACKWARD:
+        return "as the tensors an autograd function's forward saves usually are"
+    return "as the inputs of a module's forward usually are"
 
 
 @checks(ast.Call)
