@@ -8,7 +8,6 @@ from gpulens.analysis.rules import (  # noqa: F401  (each module registers its r
     forwards,
     helper_syncs,
     host_indexes,
-    host_indices,
     loops,
     precision,
     round_trips,

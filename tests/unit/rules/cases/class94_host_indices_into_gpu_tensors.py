@@ -1,7 +1,8 @@
 """An index tensor made in host memory (`torch.arange(n)`, `torch.randperm(n)`, without
 `device=`) that picks from a GPU tensor is copied to the GPU before the pick runs, every
 time the line runs: the host allocation, fill and transfer of `torch.arange(n).to(device)`
-with the copy unwritten. Reported at the factory, where `device=` goes, whether the index
+with the copy unwritten. Per-step code only (a loop, a module's forward): made once per
+call, it is one small copy. Reported at the factory, where `device=` goes, whether the index
 is made in the subscript (`scores[torch.arange(b), labels]`) or a few lines above it
 (`perm = torch.arange(n).view(k, m).t().reshape(-1)` … `x[..., perm]`). A pick from a
 tensor the file shows on the GPU is a warning; from a module's forward input, whose
@@ -29,10 +30,13 @@ def true_scores(model, batches):
     return picked
 
 
-def shuffled_blocks(n, d):
+def shuffled_blocks(n, d, steps):
     kernel = torch.zeros(n * (d + 1), n * (d + 1), device=DEVICE)
-    order = torch.arange(n * (d + 1)).view(d + 1, n).t().reshape(-1)  # expect: GPU003
-    return kernel[..., order, :]
+    for _ in range(steps):
+        order = torch.arange(n * (d + 1)).view(d + 1, n).t().reshape(-1)  # expect: GPU003
+        yield kernel[..., order, :]
+    once = torch.arange(n * (d + 1))  # must not: GPU003  (once per call: one small copy)
+    yield kernel[once]
 
 
 class Reorder(nn.Module):
