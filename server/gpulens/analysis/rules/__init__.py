@@ -7,6 +7,7 @@ from gpulens.analysis.rules import (  # noqa: F401  (each module registers its r
     factories,
     forwards,
     loops,
+    membership,
     precision,
     round_trips,
     sync,
