@@ -531,6 +531,9 @@ CUPY_HOST_FUNCTIONS = frozenset(
     {"cupy.asnumpy", "cupy.get_array_module", "cupy.isscalar", "cupy.ndim", "cupy.shape"}
 )
 DEVICE_TO_HOST_CALLS = frozenset({"cupy.asnumpy", "jax.device_get"})
+# a package's own helpers named for bringing an array back to the host (`to_numpy(x)`):
+# `cupy.asnumpy` or `.cpu().numpy()` inside, as far as the name tells
+HOST_CONVERSION_HELPERS = frozenset({"to_numpy", "as_numpy", "asnumpy", "to_cpu", "to_host"})
 # functions that pick the array library (NumPy or CuPy) of the arrays they are given, and
 # the attribute of a device object that names it: code written for arrays on either
 ARRAY_MODULE_FUNCTIONS = frozenset({"get_array_module", "array_namespace"})

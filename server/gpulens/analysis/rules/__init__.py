@@ -9,6 +9,7 @@ from gpulens.analysis.rules import (  # noqa: F401  (each module registers its r
     helper_syncs,
     host_indexes,
     loops,
+    membership,
     precision,
     round_trips,
     sizes,

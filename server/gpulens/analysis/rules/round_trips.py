@@ -9,6 +9,7 @@ from gpulens.analysis.context import Context
 from gpulens.analysis.model import Fix, Severity
 from gpulens.analysis.rules.common import fix, replace, shown
 from gpulens.analysis.rules.registry import checks, rule
+from gpulens.analysis.symbols import simple_name
 
 HOST_ROUND_TRIP = rule(
     "GPU008",
@@ -63,6 +64,17 @@ def check_host_round_trip(node: ast.Call, ctx: Context) -> None:
             severity=Severity.HINT,
         )
         return
+    if _host_conversion_helper(node, ctx):
+        ctx.report(
+            HOST_ROUND_TRIP,
+            node,
+            f"`{shown(ctx, node)}` copies the array to the host and waits for the GPU, on "
+            f"every iteration of {loop.describe()}, if the helper converts as its name says "
+            "and the array is on the GPU. Keep the work on the device and convert once after "
+            "the loop.",
+            severity=Severity.HINT,
+        )
+        return
     if isinstance(func, ast.Attribute) and func.attr in ("get", "copy_to_host") and not node.args:
         receiver = ctx.value(func.value)
         if receiver is not None and receiver.on_gpu and receiver.lib in ("cupy", "numba"):
@@ -84,6 +96,23 @@ def check_host_round_trip(node: ast.Call, ctx: Context) -> None:
                     )
                 _report_round_trip(node, ctx, loop.describe(), fixes)
                 return
+
+
+def _host_conversion_helper(node: ast.Call, ctx: Context) -> bool:
+    """`to_numpy(beta)`: a helper of the package (not an array library's function, nor a
+    method of an object) named for the copy to the host, given a GPU value."""
+    func = node.func
+    if not node.args or simple_name(func) not in fw.HOST_CONVERSION_HELPERS:
+        return False
+    name = ctx.qualname(func)
+    if isinstance(func, ast.Attribute) and name is None:
+        return False  # `self.backend.to_numpy(x)`, `frame.to_numpy()`: an object's method
+    if name is not None and name.startswith(_ARRAY_LIBRARIES):
+        return False  # `cupy.asnumpy` is reported above
+    return ctx.on_gpu(node.args[0])
+
+
+_ARRAY_LIBRARIES = ("numpy.", "cupy.", "torch.", "jax.", "numba.")
 
 
 def _report_round_trip(
