@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from gpulens.analysis import frameworks as fw
 from gpulens.analysis import rules as _rules  # noqa: F401  (registers every rule)
-from gpulens.analysis.call_order import callers_first
+from gpulens.analysis.call_order import callers_first, held_calls_only
 from gpulens.analysis.config import Config
 from gpulens.analysis.context import Context, Loop
 from gpulens.analysis.definitions import CONSTRUCTORS, Definitions, flat_statements, is_static
@@ -306,6 +306,10 @@ class _Walker(FunctionResultsMixin):
         # only changes the order, and the text is far quicker to scan than the tree
         keys: list[str] = []
         calls: list[frozenset[str]] = []
+        # the classes (None: the module) whose functions bear each name
+        owners: defaultdict[str, set[int | None]] = defaultdict(set)
+        for function, scope, is_method in functions:
+            owners[function.name].add(id(scope) if is_method else None)
         for function, scope, is_method in functions:
             # `Class(...)` runs its __init__
             keys.append(scope.name if is_method and function.name == "__init__" else function.name)
@@ -322,6 +326,12 @@ class _Walker(FunctionResultsMixin):
             if function.name in called and _calls_of(function.name, text) < 2:
                 # only its own `def name(`: no call of another class's method of that name
                 called = called - {function.name}
+            if is_method:
+                # `self.model.train()` calls what the instance holds: not its own class's
+                # method nor a module function (another class of the file may be held)
+                own = {id(scope), None}
+                mine = frozenset(n for n in called if n in owners and owners[n] <= own)
+                called = called - held_calls_only(mine, text)
             calls.append(called)
         order = callers_first(
             keys,
