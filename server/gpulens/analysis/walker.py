@@ -357,6 +357,8 @@ class _Walker(FunctionResultsMixin):
                 return None
             return _step_by_signature(function) or self.module_forward(function, scope)
         wanted = fw.STEP_METHODS[framework].get(function.name)
+        if wanted is None and framework == fw.LOSS and _hands_to_own_call(function):
+            wanted = ()
         if wanted is None:
             return None
         parameters = [a.arg for a in (*function.args.posonlyargs, *function.args.args)][1:]
@@ -2285,3 +2287,16 @@ def _names_read(test: ast.expr) -> set[str]:
         if isinstance(node, ast.Attribute) and (dotted := dotted_name(node)) is not None
     )
     return found
+
+
+def _hands_to_own_call(function: Function) -> bool:
+    """A method that returns what calling its own object gives (`return self(pos, neg)`): a
+    loss's preparation of the scores it then computes the loss of, run as often as that."""
+    this = function.args.args[0].arg if function.args.args else None
+    return this is not None and any(
+        isinstance(node, ast.Return)
+        and isinstance(node.value, ast.Call)
+        and isinstance(node.value.func, ast.Name)
+        and node.value.func.id == this
+        for node in ast.walk(function)
+    )
