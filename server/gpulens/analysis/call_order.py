@@ -7,6 +7,7 @@ calls, and, for a method, its class and whether it is a constructor.
 from __future__ import annotations
 
 import heapq
+import re
 from collections import defaultdict
 from collections.abc import Hashable, Sequence
 
@@ -87,3 +88,19 @@ def callers_first(
             if not done[j] and waiting(j) == 0:
                 heapq.heappush(ready, place[j])
     return ordered
+
+
+def held_calls_only(names: frozenset[str], text: str) -> frozenset[str]:
+    """Those of ``names`` that ``text`` calls only as a method of an object the instance
+    holds (`self.model.train()`, `self.a.b.eval()`): a trainer's `train()` that puts its
+    model in training mode calls the model's method, not its own class's `train` nor the
+    file's function of that name (a false cycle between the two hid which of them runs
+    per step). The `def name(` of the function itself does not count as a call."""
+    held = set()
+    for name in names:
+        escaped = re.escape(name)
+        every = len(re.findall(rf"(?<![\w])(?<!def ){escaped}\s*\(", text))
+        through = len(re.findall(rf"\bself(?:\.[A-Za-z_]\w*)+\.{escaped}\s*\(", text))
+        if every and every == through:
+            held.add(name)
+    return frozenset(held)

@@ -312,15 +312,19 @@ def graft(old_tree: ast.Module, new_tree: ast.Module, path: tuple[int, ...]) -> 
 def reaches(text: str, definitions: Definitions, owner: str | None) -> tuple[frozenset[str], ...]:
     """What of a function's text the order of the walk and the file's recursions are read
     from (`call_order.callers_first`, `definitions.recursive_groups`): the file's names it
-    calls, the file's functions it mentions, and its class's methods it names on self."""
+    calls, those it calls only on what the instance holds, the file's functions it mentions,
+    and its class's methods it names on self."""
+    from gpulens.analysis.call_order import held_calls_only
     from gpulens.analysis.definitions import _SELF_ATTRIBUTE, _WORD
     from gpulens.analysis.incremental import CALLED
 
     functions = frozenset(definitions.functions)
     names = functions | frozenset(definitions.classes) | frozenset(definitions.defining)
     methods = frozenset(definitions.methods_of(owner)) if owner is not None else frozenset()
+    called = frozenset(CALLED.findall(text)) & names
     return (
-        frozenset(CALLED.findall(text)) & names,
+        called,
+        held_calls_only(called, text),
         frozenset(_WORD.findall(text)) & functions,
         frozenset(_SELF_ATTRIBUTE.findall(text)) & methods,
     )

@@ -76,3 +76,31 @@ def _hands_the_loss(call: ast.Call) -> bool:
 def _last_name(node: ast.expr) -> str:
     name = dotted_name(node)
     return name.rsplit(".", 1)[-1] if name else ""
+
+
+# element tests a loss is checked with: `torch.isfinite(loss)`, `loss.isnan()`
+_ELEMENT_TESTS = frozenset({"isfinite", "isnan", "isinf", "isposinf", "isneginf"})
+_REDUCTIONS = frozenset({"any", "all"})
+
+
+def tested_name(test: ast.expr) -> ast.Name | None:
+    """The name a truth test reads through element tests, their reductions and an order
+    comparison: `loss` in `not torch.isfinite(loss)`, `torch.isnan(loss).any()`,
+    `loss.isinf()`, `loss > limit`; None for anything else (`loss is None` reads nothing)."""
+    node = test
+    while True:
+        match node:
+            case ast.UnaryOp(op=ast.Not(), operand=inner):
+                node = inner
+            case ast.Compare(left=left, ops=[ast.Lt() | ast.LtE() | ast.Gt() | ast.GtE()]):
+                node = left
+            case ast.Call(func=ast.Attribute(attr=attr, value=inner), args=[]) if (
+                attr in _REDUCTIONS or attr in _ELEMENT_TESTS
+            ):
+                node = inner
+            case ast.Call(func=ast.Attribute(attr=attr), args=[inner]) if attr in _ELEMENT_TESTS:
+                node = inner  # `torch.isnan(loss)`
+            case ast.Name():
+                return node
+            case _:
+                return None

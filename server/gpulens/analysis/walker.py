@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from gpulens.analysis import frameworks as fw
 from gpulens.analysis import rules as _rules  # noqa: F401  (registers every rule)
-from gpulens.analysis.call_order import callers_first
+from gpulens.analysis.call_order import callers_first, held_calls_only
 from gpulens.analysis.config import Config
 from gpulens.analysis.context import Context, Loop
 from gpulens.analysis.definitions import (
@@ -344,6 +344,10 @@ class _Walker(FunctionResultsMixin):
         # only changes the order, and the text is far quicker to scan than the tree
         keys: list[str] = []
         calls: list[frozenset[str]] = []
+        # the classes (None: the module) whose functions bear each name
+        owners: defaultdict[str, set[int | None]] = defaultdict(set)
+        for function, scope, is_method in functions:
+            owners[function.name].add(id(scope) if is_method else None)
         for function, scope, is_method in functions:
             # `Class(...)` runs its __init__
             keys.append(scope.name if is_method and function.name == "__init__" else function.name)
@@ -360,6 +364,12 @@ class _Walker(FunctionResultsMixin):
             if function.name in called and _calls_of(function.name, text) < 2:
                 # only its own `def name(`: no call of another class's method of that name
                 called = called - {function.name}
+            if is_method:
+                # `self.model.train()` calls what the instance holds: not its own class's
+                # method nor a module function (another class of the file may be held)
+                own = {id(scope), None}
+                mine = frozenset(n for n in called if n in owners and owners[n] <= own)
+                called = called - held_calls_only(mine, text)
             calls.append(called)
         order = callers_first(
             keys,
@@ -385,6 +395,8 @@ class _Walker(FunctionResultsMixin):
                 return None
             return _step_by_signature(function) or self.module_forward(function, scope)
         wanted = fw.STEP_METHODS[framework].get(function.name)
+        if wanted is None and framework == fw.LOSS and _hands_to_own_call(function):
+            wanted = ()
         if wanted is None:
             return None
         parameters = [a.arg for a in (*function.args.posonlyargs, *function.args.args)][1:]
@@ -2396,3 +2408,16 @@ def _names_read(test: ast.expr) -> set[str]:
         if isinstance(node, ast.Attribute) and (dotted := dotted_name(node)) is not None
     )
     return found
+
+
+def _hands_to_own_call(function: Function) -> bool:
+    """A method that returns what calling its own object gives (`return self(pos, neg)`): a
+    loss's preparation of the scores it then computes the loss of, run as often as that."""
+    this = function.args.args[0].arg if function.args.args else None
+    return this is not None and any(
+        isinstance(node, ast.Return)
+        and isinstance(node.value, ast.Call)
+        and isinstance(node.value.func, ast.Name)
+        and node.value.func.id == this
+        for node in ast.walk(function)
+    )

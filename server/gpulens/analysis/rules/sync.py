@@ -16,7 +16,7 @@ from gpulens.analysis.rules.common import after_loop, fix, replace, shown
 from gpulens.analysis.rules.registry import checks, rule
 from gpulens.analysis.rules.timing import in_timed_region, just_before_clock_read
 from gpulens.analysis.symbols import Kind, Value, dotted_name, keyword, names_in, simple_name
-from gpulens.analysis.training import backward_losses
+from gpulens.analysis.training import backward_losses, tested_name
 from gpulens.analysis.values import formatted_operands, is_host_expression
 
 SYNC_IN_LOOP = rule(
@@ -1037,16 +1037,44 @@ def check_truth_test(node: ast.If | ast.IfExp | ast.Assert, ctx: Context) -> Non
         return  # `x.device.type == "cpu" and x.any()`: read only where it is on the CPU
     while isinstance(test, ast.BoolOp):
         test = test.values[-1]  # `if a or t == 0:` tests the last operand's truth too
-    if loop is None or not _tests_an_array(test, ctx):
+    if loop is None:
+        return
+    tested = _tests_an_array(test, ctx)
+    if not tested and not _tests_backward_loss(test, loop, ctx):
         return
     # `if done.all(): break`, `assert not torch.isnan(loss)`: the test decides whether the
     # loop (or the program) goes on
     exits = isinstance(node, ast.Assert) or (isinstance(node, ast.If) and leaves_loop(node.body))
     saved, ctx.deciding_exit = ctx.deciding_exit, ctx.deciding_exit or exits
     try:
-        _report_bool(test, loop, ctx)
+        if tested:
+            _report_bool(test, loop, ctx)
+        else:
+            _report_guessed_read(
+                test,
+                loop,
+                ctx,
+                advice=". Keep the check on the device (`torch.where`, a flag read once per "
+                "epoch) or take it every N steps.",
+                unsure="as the backward pass run on it suggests",
+            )
     finally:
         ctx.deciding_exit = saved
+
+
+def _tests_backward_loss(test: ast.expr, loop: Loop, ctx: Context) -> bool:
+    """`if not torch.isfinite(loss):`, `if loss > limit:` in a loop (or a step) that runs a
+    backward pass on `loss`: the test reads an autograd tensor on the model's device,
+    whatever the file says of that device, unless the name now holds a known value."""
+    name = tested_name(test)
+    if name is None or not loop.backward or ctx.value(name) is not None:
+        return False
+    if loop.losses is None:  # once per loop, not once per read
+        loop.losses = backward_losses(loop.node)
+    if name.id not in loop.losses:
+        return False
+    # `loss = float(value)` in the same loop: the name may hold a host number by now
+    return not any(is_host_expression(v) for v in _bindings(loop.node, name.id) if v is not None)
 
 
 def _tests_an_array(test: ast.expr, ctx: Context) -> bool:
