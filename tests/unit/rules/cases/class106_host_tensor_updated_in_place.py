@@ -11,7 +11,9 @@ holding modules) does and a tensor does not. Reached through an attribute of the
 moves a part the object holds (an ensemble's members) once per device change, not one item of
 data per pass to batch. A tensor's copy is kept (`out.append(rows[i].to(device))`), and so is
 a move of each item of the object itself (`for token in self: token.to(device)`), which may
-be the data it holds."""
+be the data it holds. Last, a factory handed its options in a mapping
+(`torch.empty(n, **tkwargs)`, `tkwargs` holding `device=values.device`) may be made on the
+device: where it lives is unknown, so writing device rows into it is no host write."""
 
 import torch
 
@@ -68,3 +70,15 @@ class Tokens:
     def to_device(self):
         for token in self:
             token.to(device)  # expect: GPU002
+
+
+def padded_rows(values, keep, n_rows):
+    values = values.to(device)
+    tkwargs = {"dtype": values.dtype, "device": values.device}
+    longest = 8
+    padded = torch.empty(n_rows, longest, values.shape[-1], **tkwargs)
+    for i in range(n_rows):
+        rows = values[i, :4]
+        padded[i, :4] = rows  # must not: GPU001
+        padded[i, 4:] = rows[-1]  # must not: GPU001
+    return padded
