@@ -1150,6 +1150,8 @@ class Evaluator:
                 if like is None or not like.on_gpu:
                     return None
                 return Value(Kind.GPU, exact=True, guessed=like.guessed)
+            if any(bound.arg is None for bound in node.keywords):
+                return None  # `torch.empty(n, **tkwargs)`: the device may be in the mapping
             return Value(Kind.CPU_TENSOR, origin=node)
         if name == "torch.device":
             if not self.device_of(node):

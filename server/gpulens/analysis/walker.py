@@ -721,6 +721,8 @@ class _Walker(FunctionResultsMixin):
                     before = self.evaluator.value(target)
                     after = self.evaluator.value(value)
                     gpu = after if after is not None and after.on_gpu else before
+                    if before is not None and before.kind is Kind.CPU_TENSOR:
+                        gpu = before  # `total += counts.to(total.device)`: updated in place
                     self.bind(target.id, gpu if gpu is not None and gpu.on_gpu else before)
             case ast.Expr(value=value):
                 self.expression(value)

@@ -404,6 +404,72 @@ def _whole_operation(value: ast.expr, ctx: Context) -> bool:
     return False
 
 
+def _column_of_a_step(target: ast.Subscript, value: ast.expr, loop: Loop, ctx: Context) -> bool:
+    """`samples[:, i] = Categorical(logits=self.net(samples)[:, i]).sample()`: a whole column
+    written with what a step of the pass computed over the batch: a network run, a module of a
+    container (`self.embeds[k](x)`), a method of each object the loop hands out
+    (`density.log_prob(theta)` over a list of densities) or a function of the file or imported
+    from elsewhere than an array library. The loop is a sequence of such steps (one per
+    variable, feature or proposal), and the column's write is one small launch beside each."""
+    statement = loop.statement
+    if not isinstance(statement, ast.For | ast.While) or not _column(target.slice, loop.targets):
+        return False
+    objects = loop.targets
+    if isinstance(statement, ast.While) or (loop.iterates is not None and loop.iterates.on_gpu):
+        objects = frozenset()
+    return any(
+        isinstance(node, ast.Call) and _is_step(node, objects, ctx)
+        for source in _sources(value, statement.body)
+        for node in ast.walk(source)
+    )
+
+
+def _column(index: ast.expr, targets: frozenset[str]) -> bool:
+    """`x[:, i]`, `x[..., k]`: a whole dimension (`:` or `...`) before the loop's position."""
+    parts = index.elts if isinstance(index, ast.Tuple) else [index]
+    for part in parts:
+        if names_in(part) & targets:
+            return False
+        whole = isinstance(part, ast.Slice) and part.lower is part.upper is part.step is None
+        if whole or (isinstance(part, ast.Constant) and part.value is Ellipsis):
+            return True
+    return False
+
+
+def _sources(value: ast.expr, body: list[ast.stmt]) -> list[ast.expr]:
+    """``value`` and what the loop body assigns to the names it reads, transitively."""
+    assigned: list[tuple[set[str], ast.expr]] = []
+    for statement in body:
+        for node in ast.walk(statement):
+            if isinstance(node, ast.Assign):
+                bound = set().union(*(names_in(t) for t in node.targets))
+                assigned.append((bound, node.value))
+    sources, wanted = [value], set(names_in(value))
+    grown = True
+    while grown:
+        grown = False
+        for bound, source in assigned:
+            if bound & wanted and all(source is not s for s in sources):
+                sources.append(source)
+                wanted |= names_in(source)
+                grown = True
+    return sources
+
+
+def _is_step(call: ast.Call, objects: frozenset[str], ctx: Context) -> bool:
+    callee = ctx.value(call.func)
+    if callee is not None and callee.kind in _STEP_CALLEES:
+        return True
+    match call.func:
+        case ast.Attribute(value=ast.Name(id="self")):
+            return True  # a method of the file
+        case ast.Subscript(value=ast.Attribute(value=ast.Name(id="self"))):
+            return True  # `self.embeds[k](x)`: a module of a container
+        case ast.Attribute(value=ast.Name(id=name)) if name in objects:
+            return True  # `density.log_prob(theta)`: a method of the object handed out
+    return _calls_a_function(call, ctx)
+
+
 @checks(ast.Assign, ast.AugAssign)
 def check_element_write(node: ast.Assign | ast.AugAssign, ctx: Context) -> None:
     loop = ctx.hot_loop
@@ -427,6 +493,8 @@ def check_element_write(node: ast.Assign | ast.AugAssign, ctx: Context) -> None:
             continue
         if isinstance(node, ast.Assign) and _whole_operation(node.value, ctx):
             continue
+        if isinstance(node, ast.Assign) and _column_of_a_step(target, node.value, loop, ctx):
+            continue  # `samples[:, i] = sample(self.net(samples))`: a model step per pass
         name = dotted_name(target.value) or shown(ctx, target.value)
         if f"write:{name}" in loop.reported:
             continue

@@ -71,6 +71,8 @@ def check_per_item_copy(node: ast.Call, ctx: Context) -> None:
         return
     if loop.iterates is not None and loop.iterates.kind is Kind.GPU:
         return  # the items are on the device already
+    if _result_dropped(node, ctx):
+        return  # `members[i].to(device)`: a module moved in place, once per device change
     copied = _host_to_device_source(node, ctx)
     if copied is None or not (names_in(copied) & loop.targets) or _field_of_iterated(copied, ctx):
         return
@@ -81,6 +83,37 @@ def check_per_item_copy(node: ast.Call, ctx: Context) -> None:
         "each pays the fixed cost of a copy, however small the item. Build the batch on the "
         "host and copy it once.",
         _stack_then_copy_fix(node, copied, ctx),
+    )
+
+
+def _result_dropped(node: ast.Call, ctx: Context) -> bool:
+    """`self.members[i].to(device)` as a statement of its own: a tensor's move returns a copy,
+    so one whose result is dropped only does something if it moves its receiver in place, as
+    a module does. Reached through an attribute of the object (`self.members[i]`, `for m in
+    self.members`), it is a part the object holds, moved once per device change with it, not
+    one item of data (the items of the object itself, `for token in self`, may be data)."""
+    match ctx.statement:
+        case ast.Expr(value=value) if value is node and isinstance(node.func, ast.Attribute):
+            receiver = node.func.value
+        case _:
+            return False
+    if _through_an_attribute(receiver):
+        return True
+    loop = ctx.loop
+    if loop is None or not isinstance(loop.node, ast.For | ast.AsyncFor):
+        return False
+    return (
+        isinstance(receiver, ast.Name)
+        and receiver.id in loop.targets
+        and _through_an_attribute(loop.node.iter)
+    )
+
+
+def _through_an_attribute(node: ast.expr) -> bool:
+    """`self.members[i]`, `self.pipeline.steps`: reached through an attribute of `self`."""
+    return any(
+        isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "self"
+        for n in ast.walk(node)
     )
 
 
