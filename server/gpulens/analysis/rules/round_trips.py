@@ -109,6 +109,9 @@ def _host_conversion_helper(node: ast.Call, ctx: Context) -> bool:
         return False  # `self.backend.to_numpy(x)`, `frame.to_numpy()`: an object's method
     if name is not None and name.startswith(_ARRAY_LIBRARIES):
         return False  # `cupy.asnumpy` is reported above
+    reads_of = ctx.evaluator.helper_reads
+    if reads_of is not None and reads_of(func) is not None:
+        return False  # its body is read: GPU001 judges the call by what the body does
     return ctx.on_gpu(node.args[0])
 
 
