@@ -156,21 +156,23 @@ export async function startVSCode(entry, { name, settings, files }) {
     page,
     folder,
     output: () => output,
-    /** Pids of this VS Code's processes whose command line holds `pattern`. */
+    /** Pids of this VS Code's processes whose command line holds `pattern`, leaving out
+     * their own children: a child between fork and exec still shows its parent's command
+     * line (the server starting a subprocess), and is not a second server. */
     processes(pattern) {
-      const found = [];
+      const found = new Map();
       for (const entry of readdirSync('/proc')) {
         if (!/^\d+$/.test(entry)) continue;
         try {
           const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-          const group = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[2]);
+          const [, parent, group] = stat.slice(stat.lastIndexOf(')') + 2).split(' ').map(Number);
           const command = readFileSync(`/proc/${entry}/cmdline`, 'utf8').replace(/\0/g, ' ');
-          if (group === server.pid && command.includes(pattern)) found.push(Number(entry));
+          if (group === server.pid && command.includes(pattern)) found.set(Number(entry), parent);
         } catch {
           // gone while we looked
         }
       }
-      return found;
+      return [...found].filter(([, parent]) => !found.has(parent)).map(([pid]) => pid);
     },
     async close() {
       await browser.close().catch(() => {});

@@ -95,3 +95,14 @@ def methods_called_on_self(method: ast.AST) -> set[str]:
         and isinstance(node.func.value, ast.Name)
         and node.func.value.id == this
     }
+
+
+def written_number(node: ast.expr) -> bool:
+    """`0.4`, `-1`: a number written in the code."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        node = node.operand
+    return (
+        isinstance(node, ast.Constant)
+        and isinstance(node.value, int | float)
+        and not isinstance(node.value, bool)
+    )

@@ -14,6 +14,7 @@ from gpulens.analysis.rules.common import (
     methods_called_on_self,
     shown,
     starts_line,
+    written_number,
 )
 from gpulens.analysis.rules.host_samples import host_sample
 from gpulens.analysis.rules.registry import checks, rule
@@ -179,7 +180,7 @@ def _literal_numbers(node: ast.expr) -> bool:
     """A number, or a list or tuple of numbers, written in the code."""
     if isinstance(node, ast.List | ast.Tuple):
         return bool(node.elts) and all(_literal_numbers(e) for e in node.elts)
-    return _number(node)
+    return written_number(node)
 
 
 def is_cpu_factory(call: ast.Call, ctx: Context) -> bool:
@@ -576,24 +577,14 @@ def _host_chain(expr: ast.expr, ctx: Context) -> tuple[ast.expr, set[str]]:
     while True:
         match expr:
             case ast.BinOp(left=left, op=ast.Add() | ast.Sub() | ast.Mult(), right=right) if (
-                _number(left) or _number(right)
+                written_number(left) or written_number(right)
             ):
-                expr = right if _number(left) else left
+                expr = right if written_number(left) else left
             case ast.Call(func=ast.Attribute(value=inner, attr=step)) if _is_host_step(expr, ctx):
                 steps.add(step)
                 expr = inner
             case _:
                 return expr, steps
-
-
-def _number(node: ast.expr) -> bool:
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-        node = node.operand
-    return (
-        isinstance(node, ast.Constant)
-        and isinstance(node.value, int | float)
-        and not isinstance(node.value, bool)
-    )
 
 
 def _loads(node: ast.AST, name: str) -> int:

@@ -7,6 +7,7 @@ import ast
 from typing import TYPE_CHECKING
 
 from gpulens.analysis.definitions import CONSTRUCTORS
+from gpulens.analysis.rules.common import written_number
 from gpulens.analysis.symbols import keyword
 
 if TYPE_CHECKING:
@@ -125,7 +126,7 @@ def _host_distribution(made: ast.Call, builder: Function, ctx: Context) -> bool:
 def _host_number(node: ast.expr, builder: Function, ctx: Context) -> bool:
     """A number written in the code, a parameter of ``builder`` that holds one (annotated
     `float` or `int`, or a number by default), or a tensor built from those with no device."""
-    if _number(node):
+    if written_number(node):
         return True
     match node:
         case ast.Name(id=name):
@@ -135,17 +136,6 @@ def _host_number(node: ast.expr, builder: Function, ctx: Context) -> bool:
                 return False
             return _host_number(argument, builder, ctx)
     return False
-
-
-def _number(node: ast.expr) -> bool:
-    """`0.4`, `-1`: a number written in the code."""
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-        node = node.operand
-    return (
-        isinstance(node, ast.Constant)
-        and isinstance(node.value, int | float)
-        and not isinstance(node.value, bool)
-    )
 
 
 def _builds_on_host(func: ast.expr, ctx: Context) -> bool:
@@ -177,7 +167,7 @@ def _number_parameter(function: Function, name: str) -> bool:
             "float",
             "int",
         )
-        numbered = default is not None and _number(default)
+        numbered = default is not None and written_number(default)
         return (annotated or numbered) and not _assigned_in(function, name)
     return False
 
