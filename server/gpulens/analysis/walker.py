@@ -1995,8 +1995,13 @@ def _fed_to_a_model(function: Function) -> list[str]:
     models = {p for p in parameters if fw.MODEL_NAME.search(p)}
     fed: set[str] = set()
     loops = [n for n in ast.walk(function) if isinstance(n, ast.For | ast.While)]
+    inner: set[int] = set()  # loops an outer loop's walk has seen (breadth first: outer first)
     for loop in loops:
+        if id(loop) in inner:
+            continue
         for node in ast.walk(loop):
+            if node is not loop and isinstance(node, ast.For | ast.While):
+                inner.add(id(node))
             if isinstance(node, ast.Call) and _runs_a_model(node.func, models):
                 for argument in (*node.args, *(k.value for k in node.keywords)):
                     fed |= names_in(argument)
