@@ -165,7 +165,10 @@ export async function startVSCode(entry, { name, settings, files }) {
         if (!/^\d+$/.test(entry)) continue;
         try {
           const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-          const [, parent, group] = stat.slice(stat.lastIndexOf(')') + 2).split(' ').map(Number);
+          const [, parent, group] = stat
+            .slice(stat.lastIndexOf(')') + 2)
+            .split(' ')
+            .map(Number);
           const command = readFileSync(`/proc/${entry}/cmdline`, 'utf8').replace(/\0/g, ' ');
           if (group === server.pid && command.includes(pattern)) found.set(Number(entry), parent);
         } catch {
