@@ -13,6 +13,7 @@ from gpulens.analysis.model import Finding, Fix, Severity, Span
 from gpulens.analysis.rules.registry import Rule
 from gpulens.analysis.source import SourceText
 from gpulens.analysis.symbols import Imports, Kind, Scope, Value
+from gpulens.analysis.training import backward_losses
 from gpulens.analysis.values import Evaluator
 
 _LOADERS = (Kind.LOADER, Kind.DEVICE_LOADER, Kind.BATCH)
@@ -54,7 +55,7 @@ class Loop:
     backward: bool = False
     # names the body uses, with their counts (filled when a fix first asks)
     names_used: dict[str, int] | None = None
-    # names the body runs a backward pass on (filled when a rule first asks)
+    # names the body runs a backward pass on (`backward_names`, read when first asked)
     losses: frozenset[str] | None = None
     # its items are whole batches or a few distinct tensors (`for t in (x, mask)`,
     # `for k, v in batch.items()`, `for chunk in x.split(n)`), not the samples of one batch
@@ -80,6 +81,13 @@ class Loop:
     def per_sample(self) -> bool:
         """Each iteration handles one sample (or one element) of some data."""
         return bool(self.targets) and not self.over_loader and not self.whole_items
+
+    def backward_names(self) -> frozenset[str]:
+        """The names the loop (or the step it stands for) runs its backward pass on, read
+        once per loop however many reads ask."""
+        if self.losses is None:
+            self.losses = backward_losses(self.node)
+        return self.losses
 
     def describe(self) -> str:
         # no line numbers: in a notebook they would count from the first cell

@@ -76,7 +76,7 @@ from gpulens.analysis.symbols import (
     names_in,
     simple_name,
 )
-from gpulens.analysis.training import backward_losses, one_training_step
+from gpulens.analysis.training import one_training_step
 from gpulens.analysis.values import Evaluator, HostReads, element_of
 
 if TYPE_CHECKING:
@@ -1170,11 +1170,7 @@ class _Walker(FunctionResultsMixin):
 
     def run_lambda(self, function: ast.Lambda, call: ast.Call, loop: Loop) -> None:
         """Walk a lambda's body as ``call`` in ``loop`` runs it."""
-        losses: frozenset[str] = frozenset()
-        if loop.backward:
-            if loop.losses is None:
-                loop.losses = backward_losses(loop.node)
-            losses = loop.losses
+        losses = loop.backward_names() if loop.backward else frozenset()
         handed: dict[str, Value | None] = {}
         parameters = [a.arg for a in (*function.args.posonlyargs, *function.args.args)]
         for parameter, argument in zip(parameters, call.args, strict=False):

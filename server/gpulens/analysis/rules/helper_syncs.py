@@ -10,7 +10,6 @@ from gpulens.analysis.rules.common import shown
 from gpulens.analysis.rules.registry import checks
 from gpulens.analysis.rules.sync import report_sync
 from gpulens.analysis.symbols import Kind, Value, keyword
-from gpulens.analysis.training import backward_losses
 
 _ADVICE = (
     ": the CPU stops feeding the GPU. Keep the value on the device (accumulate it there) and "
@@ -84,9 +83,7 @@ def _subject(argument: ast.expr, loop: Loop, ctx: Context) -> Value | None:
         return value if value.on_gpu else None
     if not loop.backward or not isinstance(argument, ast.Name):
         return None
-    if loop.losses is None:  # once per loop, not once per call
-        loop.losses = backward_losses(loop.node)
-    return Value(Kind.GPU, guessed=True) if argument.id in loop.losses else None
+    return Value(Kind.GPU, guessed=True) if argument.id in loop.backward_names() else None
 
 
 def _unsure(loop: Loop) -> str:

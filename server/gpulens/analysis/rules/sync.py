@@ -16,7 +16,7 @@ from gpulens.analysis.rules.common import after_loop, fix, replace, shown
 from gpulens.analysis.rules.registry import checks, rule
 from gpulens.analysis.rules.timing import in_timed_region, just_before_clock_read
 from gpulens.analysis.symbols import Kind, Value, dotted_name, keyword, names_in, simple_name
-from gpulens.analysis.training import backward_losses, tested_name
+from gpulens.analysis.training import tested_name
 from gpulens.analysis.values import formatted_operands, is_host_expression
 
 SYNC_IN_LOOP = rule(
@@ -724,9 +724,7 @@ def _backward_loss(node: ast.Call, loop: Loop, ctx: Context) -> bool:
         return False
     if ctx.value(node.args[0]) is not None:
         return False
-    if loop.losses is None:  # once per loop, not once per read
-        loop.losses = backward_losses(loop.node)
-    return node.args[0].id in loop.losses
+    return node.args[0].id in loop.backward_names()
 
 
 def may_be_tensor(node: ast.expr, ctx: Context) -> bool:
@@ -1069,9 +1067,7 @@ def _tests_backward_loss(test: ast.expr, loop: Loop, ctx: Context) -> bool:
     name = tested_name(test)
     if name is None or not loop.backward or ctx.value(name) is not None:
         return False
-    if loop.losses is None:  # once per loop, not once per read
-        loop.losses = backward_losses(loop.node)
-    if name.id not in loop.losses:
+    if name.id not in loop.backward_names():
         return False
     # `loss = float(value)` in the same loop: the name may hold a host number by now
     return not any(is_host_expression(v) for v in _bindings(loop.node, name.id) if v is not None)
