@@ -315,3 +315,20 @@ def flat_statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
             yield from flat_statements(handler.body)
         for case in getattr(statement, "cases", ()):
             yield from flat_statements(case.body)
+
+
+def own_nodes(function: Function, *, lambdas: bool) -> list[ast.AST]:
+    """The nodes of ``function``'s body, without those of the functions and classes it
+    defines (their names are their own); ``lambdas``: whether the bodies of its lambdas
+    count as its own."""
+    nested = _NESTED if lambdas else (*_NESTED, ast.Lambda)
+    found: list[ast.AST] = []
+    stack: list[ast.AST] = list(reversed(function.body))
+    while stack:
+        node = stack.pop()
+        found.append(node)
+        stack.extend(c for c in ast.iter_child_nodes(node) if not isinstance(c, nested))
+    return found
+
+
+_NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import ast
 
+from gpulens.analysis.definitions import Function, own_nodes
 from gpulens.analysis.values import is_host_expression
-
-Function = ast.FunctionDef | ast.AsyncFunctionDef
 
 
 def filled_list_items(function: Function, name: str) -> list[ast.expr] | None:
@@ -16,7 +15,7 @@ def filled_list_items(function: Function, name: str) -> list[ast.expr] | None:
     writes: items that would not be seen); None otherwise."""
     items: list[ast.expr] = []
     bound = False
-    for node in _own_nodes(function):
+    for node in own_nodes(function, lambdas=True):
         match node:
             case ast.Assign(targets=targets, value=value) if _names(targets, name):
                 if len(targets) != 1 or not (isinstance(value, ast.List) and not value.elts):
@@ -48,7 +47,7 @@ def host_names(function: Function) -> frozenset[str]:
     """The locals of ``function`` whose every assignment is a host value (`x = loss.item()`,
     `n = len(batch)`, `v = out.cpu().numpy()`), whatever the names they read hold."""
     assigned: dict[str, list[ast.expr]] = {}
-    for node in _own_nodes(function):
+    for node in own_nodes(function, lambdas=True):
         if isinstance(node, ast.Assign):
             for target in node.targets:
                 for held in ast.walk(target):
@@ -68,19 +67,6 @@ def host_names(function: Function) -> frozenset[str]:
                 hosts.add(name)
                 grew = True
     return frozenset(hosts)
-
-
-def _own_nodes(function: Function) -> list[ast.AST]:
-    """The nodes of ``function``'s body, not of the functions or classes it defines."""
-    found: list[ast.AST] = []
-    stack: list[ast.AST] = list(function.body)
-    while stack:
-        node = stack.pop()
-        found.append(node)
-        for child in ast.iter_child_nodes(node):
-            if not isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-                stack.append(child)
-    return found
 
 
 def _names(targets: list[ast.expr], name: str) -> bool:

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import ast
 
-Function = ast.FunctionDef | ast.AsyncFunctionDef
+from gpulens.analysis.definitions import Function, own_nodes
+from gpulens.analysis.symbols import simple_name
 
 _MAPPINGS = frozenset({"dict", "Dict", "Mapping", "MutableMapping", "OrderedDict", "defaultdict"})
 _ARRAYS = frozenset({"Tensor", "ndarray", "Array"})
@@ -24,7 +25,7 @@ def mapping_names(function: Function) -> frozenset[str]:
     every = (*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs)
     found = {a.arg for a in every if a.annotation is not None and _mapping_type(a.annotation)}
     assigned: dict[str, list[ast.expr | None]] = {}
-    for node in _own_nodes(function):
+    for node in own_nodes(function, lambdas=False):
         if isinstance(node, ast.Assign):
             for target in node.targets:
                 for name in ast.walk(target):
@@ -104,33 +105,9 @@ def _mapping_type(annotation: ast.expr) -> bool:
                 return False
             return _mapping_type(parsed)
         case ast.Subscript(value=container, slice=ast.Tuple(elts=[key, _])):
-            return _last_name(container) in _MAPPINGS and not _names_array(key)
+            return simple_name(container) in _MAPPINGS and not _names_array(key)
     return False
 
 
 def _names_array(annotation: ast.expr) -> bool:
-    return any(_last_name(n) in _ARRAYS for n in ast.walk(annotation))
-
-
-def _last_name(node: ast.AST) -> str | None:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        return node.attr
-    return None
-
-
-def _own_nodes(function: Function) -> list[ast.AST]:
-    """The nodes of ``function``'s body, without those of the functions, lambdas and classes
-    it defines (their names are their own)."""
-    found: list[ast.AST] = []
-    stack: list[ast.AST] = list(reversed(function.body))
-    while stack:
-        node = stack.pop()
-        found.append(node)
-        for child in ast.iter_child_nodes(node):
-            if not isinstance(
-                child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.ClassDef
-            ):
-                stack.append(child)
-    return found
+    return any(isinstance(n, ast.expr) and simple_name(n) in _ARRAYS for n in ast.walk(annotation))

@@ -22,6 +22,7 @@ from gpulens.analysis.context import Context
 from gpulens.analysis.rules.common import shown
 from gpulens.analysis.rules.registry import checks
 from gpulens.analysis.rules.sync import report_sync
+from gpulens.analysis.symbols import names_in
 
 # which positional arguments are sizes or integer bounds ("all", or the leading count)
 _ALL = -1
@@ -134,24 +135,20 @@ def _sources(function: ast.AST, name: str) -> list[ast.expr]:
     for node in ast.walk(function):
         match node:
             case ast.Assign(targets=targets, value=value) if any(
-                name in _stored(t) for t in targets
+                name in names_in(t) for t in targets
             ):
                 found.append(value)
             case (
                 ast.AnnAssign(target=target, value=ast.expr() as value)
                 | ast.AugAssign(target=target, value=value)
-            ) if name in _stored(target):
+            ) if name in names_in(target):
                 found.append(value)
             case (
                 ast.For(target=target, iter=iterable)
                 | ast.comprehension(target=target, iter=iterable)
-            ) if name in _stored(target):
+            ) if name in names_in(target):
                 found.append(iterable)
     return found
-
-
-def _stored(target: ast.expr) -> set[str]:
-    return {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
 
 
 _BUILTINS = frozenset(dir(builtins))
