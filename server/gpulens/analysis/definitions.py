@@ -180,18 +180,23 @@ class Definitions:
     def method(self, cls: str, name: str) -> tuple[str, Function] | None:
         """The class (``cls`` or one of its bases in the file) whose ``name`` a call on an
         instance of ``cls`` runs, and the def."""
+        for current in self.lineage(cls):
+            found = self.methods.get(current, {}).get(name)
+            if found is not None:
+                return current, found
+        return None
+
+    def lineage(self, cls: str) -> Iterator[str]:
+        """``cls`` and its bases, those the file defines followed to theirs, nearest first
+        (the order a method is looked up in, for single inheritance)."""
         seen: set[str] = set()
         pending = [cls]
         while pending:
             current = pending.pop(0)
-            if current in seen:
-                continue
-            seen.add(current)
-            found = self.methods.get(current, {}).get(name)
-            if found is not None:
-                return current, found
-            pending.extend(self.bases.get(current, ()))
-        return None
+            if current not in seen:
+                seen.add(current)
+                yield current
+                pending.extend(self.bases.get(current, ()))
 
     def methods_of(self, cls: str) -> dict[str, Function]:
         """Every method an instance of ``cls`` has from the file, its own over its bases'."""

@@ -57,13 +57,7 @@ def _kept_distribution(receiver: ast.expr, ctx: Context) -> tuple[ast.Call, Func
         return None
     # every def of the class and its bases of the file, those it overrides too: a base's
     # `__init__` that its own calls through `super()` makes the attribute
-    lineage, pending = [], [cls]
-    while pending:
-        current = pending.pop()
-        if current not in lineage:
-            lineage.append(current)
-            pending.extend(definitions.bases.get(current, ()))
-    methods = [m for c in lineage for m in definitions.methods.get(c, {}).values()]
+    methods = [m for c in definitions.lineage(cls) for m in definitions.methods.get(c, {}).values()]
     found: list[tuple[ast.expr | None, Function]] = []
     for method in ctx.definitions_read(list(methods)):
         assert isinstance(method, ast.FunctionDef | ast.AsyncFunctionDef)

@@ -311,16 +311,21 @@ def _severity(value: Value) -> Severity | None:
 def _runs_a_model(body: Body, ctx: Context) -> bool:
     """A body that calls a model or a function of the file per element (a sampler's step
     per sigma): that loop is a sequence of steps, not element-wise arithmetic to vectorize."""
-    for statement in body:
-        for node in ast.walk(statement):
-            if not isinstance(node, ast.Call):
-                continue
-            callee = ctx.value(node.func)
-            if callee is not None and callee.kind in _STEP_CALLEES:
-                return True
-            match node.func:
-                case ast.Attribute(value=ast.Name(id="self")):
-                    return True  # a method of the file
+    return any(
+        isinstance(node, ast.Call) and _runs_a_step(node, ctx)
+        for statement in body
+        for node in ast.walk(statement)
+    )
+
+
+def _runs_a_step(call: ast.Call, ctx: Context) -> bool:
+    """A call of a model, a module, a function of the file or a method of the object."""
+    callee = ctx.value(call.func)
+    if callee is not None and callee.kind in _STEP_CALLEES:
+        return True
+    match call.func:
+        case ast.Attribute(value=ast.Name(id="self")):
+            return True  # a method of the file
     return False
 
 
@@ -457,12 +462,9 @@ def _sources(value: ast.expr, body: list[ast.stmt]) -> list[ast.expr]:
 
 
 def _is_step(call: ast.Call, objects: frozenset[str], ctx: Context) -> bool:
-    callee = ctx.value(call.func)
-    if callee is not None and callee.kind in _STEP_CALLEES:
+    if _runs_a_step(call, ctx):
         return True
     match call.func:
-        case ast.Attribute(value=ast.Name(id="self")):
-            return True  # a method of the file
         case ast.Subscript(value=ast.Attribute(value=ast.Name(id="self"))):
             return True  # `self.embeds[k](x)`: a module of a container
         case ast.Attribute(value=ast.Name(id=name)) if name in objects:
